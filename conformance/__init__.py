@@ -1,0 +1,1 @@
+"""Cross-framework conformance suite for gradient and regularization semantics."""

@@ -1,0 +1,181 @@
+"""NumPy reference oracle: the semantics the spec expects, in float64.
+
+The pure functions below are the textbook update rules; `ReferenceRunner` drives them through the
+same adapter protocol as the real frameworks, so every "reference" check compares a framework's
+observation with what this module computes for the same scenario. Its stance, stated once:
+- a parameter without a gradient (None) is skipped by the optimizer: no decay, no momentum;
+- the default gradient clearing behaves like clearing to None;
+- clearing to zeros zero-fills existing gradients (it creates none);
+- weight_decay is L2 added to the gradient for sgd/momentum/adam, decoupled for adamw;
+- per-parameter regularizers replace the optimizer's coefficient for that parameter;
+- global-norm clipping spans the optimizer's parameters that have a gradient;
+- BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .runners.base import Runner
+from .schema import ClearMode, Model, Optimizer, param_names
+
+
+# ---------------------------------------------------------------- update rules
+def sgd(p, g, lr, wd=0.0):
+    return p - lr * (g + wd * p)
+
+
+def momentum(p, g, buf, lr, mu, wd=0.0):
+    """Heavy ball as torch/paddle/mindspore write it; the first buffer is the gradient itself."""
+    g = g + wd * p
+    buf = g if buf is None else mu * buf + g
+    return p - lr * buf, buf
+
+
+def adam(p, g, m, v, t, lr, b1, b2, eps, wd=0.0):
+    """Adam (Kingma & Ba) with L2 added to the gradient; t counts from 1."""
+    g = g + wd * p
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+    return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+
+
+def adamw(p, g, m, v, t, lr, b1, b2, eps, wd=0.0):
+    """AdamW (Loshchilov & Hutter) as torch writes it: decay the weight, then an Adam step."""
+    return adam(p * (1 - lr * wd), g, m, v, t, lr, b1, b2, eps)
+
+
+def clip_scale(grads, max_norm):
+    """Factor that brings the global L2 norm of `grads` down to max_norm (1 if already below)."""
+    total = np.sqrt(sum(float(np.sum(g * g)) for g in grads))
+    return 1.0 if total <= max_norm else max_norm / total
+
+
+def batchnorm_running(mean, var, batch, momentum):
+    """Running statistics after one train batch; the variance uses the unbiased estimator."""
+    n = batch.shape[0]
+    return ((1 - momentum) * mean + momentum * batch.mean(0),
+            (1 - momentum) * var + momentum * batch.var(0) * n / (n - 1))
+
+
+# ---------------------------------------------------------------- scenario oracle
+class ReferenceRunner(Runner):
+    framework = "reference"
+
+    @staticmethod
+    def version() -> str:
+        return np.__version__
+
+    def build(self, model: Model, values):
+        self.model = model
+        self.values_ = {k: np.asarray(v, dtype=np.float64).copy() for k, v in values.items()}
+        self.grads_ = {k: None for k in self.values_}
+        frozen = set()
+        for name in model.frozen:
+            frozen |= {n for n in self.values_ if n == name or n.startswith(name + ".")}
+        self.frozen = frozen
+
+    def _param(self, layer: str, role: str) -> str:
+        tie = self.model.layers[layer].tie
+        return f"{tie or layer}.{role}"
+
+    def trainable(self):
+        return {k: k not in self.frozen and k.split(".")[1] in ("weight", "bias") for k in self.values_}
+
+    def make_optimizer(self, optimizer: Optimizer):
+        self.opt = optimizer
+        if optimizer.params == "default":
+            self.opt_params = [k for k in self.values_ if k.split(".")[1] in ("weight", "bias")]
+        elif optimizer.params == "all":
+            self.opt_params = list(self.values_)
+        else:
+            self.opt_params = list(dict.fromkeys(optimizer.params))
+        self.state = {}
+
+    def optimizer_params(self):
+        return list(self.opt_params)
+
+    def forward(self, path, x, target, train, backward):
+        tape, y = [], np.asarray(x, dtype=np.float64)
+        for layer in path:
+            spec = self.model.layers[self.model.layers[layer].tie or layer]
+            if spec.linear:
+                tape.append((layer, "linear", y))
+                y = y @ self.values_[self._param(layer, "weight")]
+                if spec.bias:
+                    y = y + self.values_[self._param(layer, "bias")]
+            else:
+                rm, rv = self._param(layer, "running_mean"), self._param(layer, "running_var")
+                if train:
+                    mean, var = y.mean(0), y.var(0)
+                    self.values_[rm], self.values_[rv] = batchnorm_running(
+                        self.values_[rm], self.values_[rv], y, spec.momentum)
+                else:
+                    mean, var = self.values_[rm], self.values_[rv]
+                inv_std = 1.0 / np.sqrt(var + spec.eps)
+                xhat = (y - mean) * inv_std
+                tape.append((layer, "bn_train" if train else "bn_eval", (xhat, inv_std)))
+                y = xhat * self.values_[self._param(layer, "weight")] + self.values_[self._param(layer, "bias")]
+            if layer in self.model.detach_after:
+                tape.clear()  # nothing before a stop_gradient receives gradient
+        diff = y - np.asarray(target, dtype=np.float64)
+        loss = float(np.mean(diff * diff))
+        if backward:
+            self._backward(tape, 2.0 * diff / diff.size)
+        return loss
+
+    def _accumulate(self, name, g):
+        if name in self.frozen:
+            return
+        self.grads_[name] = g if self.grads_[name] is None else self.grads_[name] + g
+
+    def _backward(self, tape, dy):
+        for layer, kind, saved in reversed(tape):
+            if kind == "linear":
+                w = self._param(layer, "weight")
+                self._accumulate(w, saved.T @ dy)
+                if self.model.layers[self.model.layers[layer].tie or layer].bias:
+                    self._accumulate(self._param(layer, "bias"), dy.sum(0))
+                dy = dy @ self.values_[w].T
+            else:
+                xhat, inv_std = saved
+                gamma = self.values_[self._param(layer, "weight")]
+                self._accumulate(self._param(layer, "weight"), (dy * xhat).sum(0))
+                self._accumulate(self._param(layer, "bias"), dy.sum(0))
+                dxhat = dy * gamma
+                if kind == "bn_eval":
+                    dy = dxhat * inv_std
+                else:
+                    n = dy.shape[0]
+                    dy = inv_std / n * (n * dxhat - dxhat.sum(0) - xhat * (dxhat * xhat).sum(0))
+
+    def clear_grads(self, mode: ClearMode):
+        for name, g in self.grads_.items():
+            self.grads_[name] = np.zeros_like(g) if (mode == "zeros" and g is not None) else None
+
+    def update(self):
+        opt = self.opt
+        live = [n for n in self.opt_params if self.grads_[n] is not None]
+        scale = 1.0
+        if opt.clip_global_norm is not None:
+            scale = clip_scale([self.grads_[n] for n in live], opt.clip_global_norm)
+        for name in live:
+            p, g = self.values_[name], self.grads_[name] * scale
+            wd = opt.regularizers.get(name, opt.weight_decay)
+            st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
+            if opt.name == "sgd":
+                p = sgd(p, g, opt.lr, wd)
+            elif opt.name == "momentum":
+                p, st["buf"] = momentum(p, g, st["buf"], opt.lr, opt.momentum, wd)
+            else:
+                st["t"] += 1
+                rule = adam if opt.name == "adam" else adamw
+                p, st["m"], st["v"] = rule(p, g, st["m"], st["v"], st["t"], opt.lr, *opt.betas, opt.eps, wd)
+            self.values_[name] = p
+
+    def grads(self):
+        return {k: None if g is None else g.copy() for k, g in self.grads_.items()}
+
+    def values(self):
+        return {k: v.copy() for k, v in self.values_.items()}
+

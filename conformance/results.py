@@ -1,0 +1,110 @@
+"""The results file: a versioned schema shared by every runner and the report, written atomically."""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from .schema import PACKAGE_DIR, spec_hash
+
+SCHEMA_VERSION = 1
+
+
+class Documented(BaseModel):
+    reason: str
+    link: str
+
+
+class CheckRecord(BaseModel):
+    check: str
+    expected: str
+    observed: str
+    held: bool
+
+
+class CaseRecord(BaseModel):
+    id: str
+    base_id: str
+    topic: str
+    title: str
+    references: list[str]
+    axes: dict[str, str]
+    source: str
+    verdict: Literal["conform", "divergence", "error", "unsupported"]
+    reason: str | None = None  # one line: the failed check, the error or why unsupported
+    documented: Documented | None = None
+    checks: list[CheckRecord] = []
+    duration_s: float
+
+
+class Environment(BaseModel):
+    framework: str
+    framework_version: str
+    device: str
+    mode: str
+    python: str
+    numpy: str
+    platform: str
+    suite_sha: str
+    spec_hash: str
+    started: str
+    finished: str | None = None
+
+
+class Results(BaseModel):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    complete: bool = False
+    environment: Environment
+    summary: dict[str, int] = {}
+    cases: list[CaseRecord] = []
+
+    def summarize(self) -> dict[str, int]:
+        self.summary = dict(Counter(c.verdict for c in self.cases))
+        self.summary["documented"] = sum(c.documented is not None for c in self.cases)
+        return self.summary
+
+
+def suite_sha() -> str:
+    """Git commit of the suite, '-dirty' when the checkout has changes; 'unknown' outside git."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=PACKAGE_DIR, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+    try:
+        sha = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--", ".")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
+
+
+def environment(framework: str, version: str, device: str, mode: str, spec_dir, started: str) -> Environment:
+    return Environment(framework=framework, framework_version=version, device=device, mode=mode,
+                       python=platform.python_version(), numpy=np.__version__,
+                       platform=f"{platform.system()}-{platform.machine()} ({sys.platform})",
+                       suite_sha=suite_sha(), spec_hash=spec_hash(spec_dir), started=started)
+
+
+def write(results: Results, path: Path) -> None:
+    """Write via a temporary file in the same folder and rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(results.model_dump_json(indent=1))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: Path) -> Results:
+    return Results.model_validate_json(Path(path).read_text(encoding="utf-8"))

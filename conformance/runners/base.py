@@ -1,0 +1,77 @@
+"""The adapter protocol: the neutral primitives the scenario engine drives.
+
+An adapter translates each primitive into the code a user of its framework writes. It holds no
+expectations: it only builds, runs and reports what the framework did.
+
+Names are canonical, `layer.role` (roles: weight, bias, running_mean, running_var); a tied layer's
+parameters are reported under the layer it ties to. Arrays are float NumPy arrays in the canonical
+layout: a linear layer computes y = x @ weight + bias, so weight has shape (in, out).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from ..schema import ClearMode, Model, Optimizer
+
+DEVICES = ("cpu", "cuda", "ascend")
+
+
+class Unsupported(Exception):
+    """The adapter cannot express this scenario in its framework; the message says why."""
+
+
+class DeviceUnavailable(Exception):
+    """The requested device is absent or not offered by this framework; the message says which."""
+
+
+class Runner(ABC):
+    framework: str = ""
+    mode: str = "eager"  # execution mode recorded with the results
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+
+    @staticmethod
+    @abstractmethod
+    def version() -> str:
+        """The framework's version string."""
+
+    @abstractmethod
+    def build(self, model: Model, values: dict[str, np.ndarray]) -> None:
+        """Build the model as a user of the framework would, load `values`, apply model.frozen."""
+
+    @abstractmethod
+    def make_optimizer(self, optimizer: Optimizer) -> None:
+        """Create the optimizer over the parameter collection optimizer.params names."""
+
+    @abstractmethod
+    def forward(self, path: list[str], x: np.ndarray, target: np.ndarray, train: bool,
+                backward: bool) -> float:
+        """Run the layers of `path` in order (stop_gradient after model.detach_after layers),
+        loss = mean((y - target)**2); back-propagate it when `backward`; return the loss."""
+
+    @abstractmethod
+    def clear_grads(self, mode: ClearMode) -> None:
+        """Clear gradients the framework's way: its default call, or explicitly to None / zeros."""
+
+    @abstractmethod
+    def update(self) -> None:
+        """One optimizer step (with global-norm clipping when the optimizer asks for it)."""
+
+    @abstractmethod
+    def grads(self) -> dict[str, np.ndarray | None]:
+        """Current gradient of every canonical parameter; None where the framework has none."""
+
+    @abstractmethod
+    def values(self) -> dict[str, np.ndarray]:
+        """Current value of every canonical parameter and statistic."""
+
+    @abstractmethod
+    def trainable(self) -> dict[str, bool]:
+        """Whether the framework regards each canonical parameter as trainable."""
+
+    @abstractmethod
+    def optimizer_params(self) -> list[str]:
+        """Canonical names of what the optimizer holds, once per time it holds it."""

@@ -1,0 +1,143 @@
+"""PyTorch adapter: the code a torch user writes.
+
+    opt.zero_grad(); loss = ((model(x) - t) ** 2).mean(); loss.backward(); opt.step()
+
+"Default" clearing is plain `opt.zero_grad()`, whatever its default is in the installed version.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .base import DeviceUnavailable, Runner
+from ..schema import Model, Optimizer, param_names
+
+
+class TorchRunner(Runner):
+    framework = "torch"
+    mode = "eager"
+
+    def __init__(self, device: str = "cpu"):
+        super().__init__(device)
+        if device == "ascend":
+            raise DeviceUnavailable("torch has no Ascend backend in this suite; use --framework mindspore")
+        if device == "cuda" and not torch.cuda.is_available():
+            raise DeviceUnavailable(f"--device cuda: torch {torch.__version__} sees no CUDA device "
+                                    f"(torch.cuda.is_available() is False)")
+        self.torch_device = torch.device(device)
+
+    @staticmethod
+    def version() -> str:
+        return torch.__version__
+
+    def build(self, model: Model, values):
+        torch.manual_seed(0)
+        self.model = model
+        layers = {}
+        for name, spec in model.layers.items():
+            if spec.tie:
+                continue
+            if spec.linear:
+                layers[name] = torch.nn.Linear(*spec.linear, bias=spec.bias)
+            else:
+                layers[name] = torch.nn.BatchNorm1d(spec.batchnorm, eps=spec.eps, momentum=spec.momentum)
+        for name, spec in model.layers.items():
+            if spec.tie:
+                layers[name] = layers[spec.tie]  # the same module object: weight sharing
+        self.layers = layers
+        net = torch.nn.Module()
+        held = [layers[n] for n in model.contained]
+        container = {
+            "attributes": None,
+            "framework_list": lambda: torch.nn.ModuleList(held),
+            "plain_list": lambda: list(held),
+            "framework_dict": lambda: torch.nn.ModuleDict(dict(zip(model.contained, held))),
+            "plain_dict": lambda: dict(zip(model.contained, held)),
+            "plain_tuple": lambda: tuple(held),
+        }[model.container]
+        for name, layer in layers.items():
+            if container is None or name not in model.contained:
+                setattr(net, name, layer)
+        if container is not None:
+            net.blocks = container()  # nn.Module.__setattr__ registers only torch containers
+        self.net = net.to(self.torch_device)
+        for layer in layers.values():
+            layer.to(self.torch_device)  # layers the net does not know about must move too
+        self.tensors = {name: getattr(layers[name.split(".")[0]], name.split(".")[1])
+                        for name in param_names(model)}
+        with torch.no_grad():
+            for name, tensor in self.tensors.items():
+                tensor.copy_(torch.as_tensor(self._to_torch(name, values[name])))
+        for name in model.frozen:
+            for pname, tensor in self.tensors.items():
+                if pname == name or pname.startswith(name + "."):
+                    tensor.requires_grad_(False)
+        self.names = {id(t): n for n, t in self.tensors.items()}
+
+    def _to_torch(self, name, array):
+        return np.ascontiguousarray(array.T) if self._is_linear_weight(name) else array
+
+    def _is_linear_weight(self, name):
+        layer, role = name.split(".")
+        return role == "weight" and self.model.layers[layer].linear is not None
+
+    def make_optimizer(self, optimizer: Optimizer):
+        if optimizer.params == "default":
+            params = list(self.net.parameters())
+        elif optimizer.params == "all":
+            params = list(self.net.parameters()) + list(self.net.buffers())
+        else:
+            params = [self.tensors[n] for n in optimizer.params]
+        special = [p for p in params if self.names.get(id(p)) in optimizer.regularizers]
+        groups = [{"params": [p for p in params if all(p is not s for s in special)]}]
+        groups += [{"params": [p], "weight_decay": optimizer.regularizers[self.names[id(p)]]} for p in special]
+        groups = [g for g in groups if g["params"]]
+        kw = dict(lr=optimizer.lr, weight_decay=optimizer.weight_decay)
+        if optimizer.name == "sgd":
+            self.opt = torch.optim.SGD(groups, **kw)
+        elif optimizer.name == "momentum":
+            self.opt = torch.optim.SGD(groups, momentum=optimizer.momentum, **kw)
+        else:
+            cls = torch.optim.Adam if optimizer.name == "adam" else torch.optim.AdamW
+            self.opt = cls(groups, betas=optimizer.betas, eps=optimizer.eps, **kw)
+        self.clip = optimizer.clip_global_norm
+
+    def optimizer_params(self):
+        return [self.names.get(id(p), "<unnamed tensor>") for g in self.opt.param_groups for p in g["params"]]
+
+    def forward(self, path, x, target, train, backward):
+        self.net.train(train)  # reaches only registered submodules, as in user code
+        y = torch.as_tensor(x, device=self.torch_device)
+        for name in path:
+            y = self.layers[name](y)
+            if name in self.model.detach_after:
+                y = y.detach()
+        loss = ((y - torch.as_tensor(target, device=self.torch_device)) ** 2).mean()
+        if backward:
+            loss.backward()
+        return float(loss.item())
+
+    def clear_grads(self, mode):
+        if mode == "default":
+            self.opt.zero_grad()
+        else:
+            self.opt.zero_grad(set_to_none=(mode == "none"))
+
+    def update(self):
+        if self.clip is not None:
+            params = [p for g in self.opt.param_groups for p in g["params"]]
+            torch.nn.utils.clip_grad_norm_(params, self.clip)
+        self.opt.step()
+
+    def _numpy(self, name, tensor):
+        array = tensor.detach().cpu().numpy().astype(np.float64)
+        return array.T if self._is_linear_weight(name) else array
+
+    def grads(self):
+        return {n: None if t.grad is None else self._numpy(n, t.grad) for n, t in self.tensors.items()}
+
+    def values(self):
+        return {n: self._numpy(n, t) for n, t in self.tensors.items()}
+
+    def trainable(self):
+        return {n: isinstance(t, torch.nn.Parameter) and t.requires_grad for n, t in self.tensors.items()}

@@ -1,0 +1,378 @@
+"""Load and validate the YAML spec and the known-divergence files.
+
+Every error is a `SpecError` whose message is one line: `file:line: what is wrong`.
+Only `yaml.SafeLoader` is used: nothing in a spec is executed.
+"""
+from __future__ import annotations
+
+import copy
+import fnmatch
+import hashlib
+import itertools
+from pathlib import Path
+from typing import Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
+
+PACKAGE_DIR = Path(__file__).parent
+SPEC_DIR = PACKAGE_DIR / "spec"
+KNOWN_DIR = PACKAGE_DIR / "known"
+
+TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm",
+          "registration", "clipping", "accumulation")
+# Matrix axes and the case field each one sets.
+AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
+        "params": ("optimizer", "params"), "container": ("model", "container")}
+LINEAR_PARAMS = ("weight", "bias")
+BATCHNORM_PARAMS = ("weight", "bias", "running_mean", "running_var")
+
+
+class SpecError(Exception):
+    """A spec or known-divergence file is malformed; the message is one line."""
+
+
+# ---------------------------------------------------------------- YAML with line numbers
+class _LineDict(dict):
+    line = 0
+    key_lines: dict
+
+
+class _LineList(list):
+    line = 0
+    item_lines: list
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
+    loader.flatten_mapping(node)
+    out = _LineDict()
+    out.line, out.key_lines = node.start_mark.line + 1, {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in out:  # PyYAML would silently keep the last one
+            raise SpecError(f"{loader.name}:{line}: duplicate key {key!r}")
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = line
+    return out
+
+
+def _sequence(loader: _Loader, node: yaml.SequenceNode) -> _LineList:
+    out = _LineList(loader.construct_object(child, deep=True) for child in node.value)
+    out.line, out.item_lines = node.start_mark.line + 1, [c.start_mark.line + 1 for c in node.value]
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
+
+
+def load_yaml(path: Path):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    loader = _Loader(text)
+    loader.name = str(path)
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        raise SpecError(f"{path}:{line}: YAML syntax error: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: YAML error: {str(exc).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
+
+
+def _line_of(data, loc) -> int:
+    """Deepest line number known along a pydantic error location."""
+    line = getattr(data, "line", 0)
+    for key in loc:
+        if isinstance(data, _LineDict) and key in data:
+            line, data = data.key_lines[key], data[key]
+        elif isinstance(data, _LineList) and isinstance(key, int) and key < len(data):
+            line, data = data.item_lines[key], data[key]
+        # other loc parts name union members or validators: skip them
+    return line
+
+
+def _describe(err: dict) -> str:
+    loc = ".".join(str(part) for part in err["loc"] if not str(part).startswith(("function-", "literal[")))
+    if err["type"] == "extra_forbidden":
+        return f"unknown key {loc!r}"
+    if err["type"] == "missing":
+        return f"missing key {loc!r}"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc else msg
+
+
+def _validate(model: type[BaseModel], data, path: Path, data_root=None):
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        line = _line_of(data_root if data_root is not None else data, err["loc"])
+        raise SpecError(f"{path}:{line}: {_describe(err)}") from None
+
+
+# ---------------------------------------------------------------- the spec's vocabulary
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Layer(_Strict):
+    """Exactly one of: linear [in, out], batchnorm features, tie (alias of another layer)."""
+    linear: tuple[int, int] | None = None
+    batchnorm: int | None = None
+    tie: str | None = None
+    bias: bool = True
+    momentum: float = 0.1  # BatchNorm: weight of the new batch in the running statistics
+    eps: float = 1e-5
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if sum(x is not None for x in (self.linear, self.batchnorm, self.tie)) != 1:
+            raise ValueError("a layer needs exactly one of 'linear', 'batchnorm', 'tie'")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "linear" if self.linear else "batchnorm" if self.batchnorm else "tie"
+
+    def param_roles(self) -> tuple[str, ...]:
+        if self.batchnorm:
+            return BATCHNORM_PARAMS
+        return LINEAR_PARAMS if self.bias else ("weight",)
+
+
+Container = Literal["attributes", "framework_list", "plain_list", "framework_dict",
+                    "plain_dict", "plain_tuple"]
+ClearMode = Literal["default", "none", "zeros"]
+
+
+class Model(_Strict):
+    layers: dict[str, Layer]
+    # Layers named in `contained` are held in `container`; the others are plain attributes.
+    container: Container = "attributes"
+    contained: list[str] = []
+    frozen: list[str] = []        # "layer" or "layer.param": marked not trainable
+    detach_after: list[str] = []  # outputs of these layers pass through stop_gradient / detach
+
+
+class Optimizer(_Strict):
+    name: Literal["sgd", "momentum", "adam", "adamw"]
+    lr: float = 0.1
+    weight_decay: float = 0.0  # coupled L2 for sgd/momentum/adam, decoupled for adamw
+    momentum: float = 0.9
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    # default: the framework's idiomatic parameter collection of the model;
+    # all: every piece of model state, BatchNorm statistics included; or explicit names.
+    params: Union[Literal["default", "all"], list[str]] = "default"
+    regularizers: dict[str, float] = {}  # per-parameter decay coefficient, overrides weight_decay
+    clip_global_norm: float | None = None
+
+
+class Step(_Strict):
+    path: list[str]
+    batch: int | None = None  # input batch index; default: the step's index
+    clear: bool = True        # clear gradients before this step
+    backward: bool = True
+    update: bool = True
+    train: bool = True
+    repeat: int = Field(1, ge=1)
+
+
+GradCheck = Literal["none", "zero", "none_or_zero", "nonzero", "reference"]
+ValueCheck = Literal["unchanged", "changed", "reference"]
+
+
+class Expect(_Strict):
+    step: Union[int, Literal["all", "last"], None] = None
+    grad: dict[str, GradCheck] = {}
+    value: dict[str, ValueCheck] = {}
+    loss: Literal["reference"] | None = None
+    in_optimizer: dict[str, int] = {}  # how many times the optimizer holds each parameter
+    trainable: dict[str, bool] = {}
+    when: dict[str, Union[str, list[str]]] = {}
+
+    @model_validator(mode="after")
+    def _step_needed(self):
+        if (self.grad or self.value or self.loss) and self.step is None:
+            raise ValueError("'grad', 'value' and 'loss' checks need 'step'")
+        return self
+
+
+class Tolerance(_Strict):
+    rtol: float = 1e-4
+    atol: float = 1e-5
+
+
+class Case(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    references: list[HttpUrl] = Field(min_length=1)
+    matrix: dict[Literal["optimizer", "clear", "params", "container"], list] = {}
+    # Named override sets, one instance each: {name: {dotted.field: value}}
+    variants: dict[str, dict[str, object]] = {}
+    model: Model
+    optimizer: Optimizer
+    clear: ClearMode = "default"
+    seed: int = 0
+    batch_size: int = 8
+    tolerance: Tolerance = Tolerance()
+    timeout: float | None = None
+    steps: list[Step] = Field(min_length=1)
+    expect: list[Expect] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names_exist(self):
+        layers = self.model.layers
+        for name, layer in layers.items():
+            if layer.tie and (layer.tie not in layers or layers[layer.tie].tie):
+                raise ValueError(f"layer {name!r} ties to {layer.tie!r}, which is not a linear/batchnorm layer")
+        params = set(param_names(self.model))
+        for name in [*self.model.contained, *self.model.detach_after] + [n for s in self.steps for n in s.path]:
+            if name not in layers:
+                raise ValueError(f"unknown layer {name!r}")
+        for name in self.model.frozen:
+            if name not in layers and name not in params:
+                raise ValueError(f"unknown layer or parameter {name!r} in 'frozen'")
+        named = [*self.optimizer.regularizers]
+        named += self.optimizer.params if isinstance(self.optimizer.params, list) else []
+        for e in self.expect:
+            named += [*e.grad, *e.value, *e.in_optimizer, *e.trainable]
+            for axis in e.when:
+                if axis not in self.matrix and not (axis == "variant" and self.variants):
+                    raise ValueError(f"'when' names {axis!r}, which is not an axis of this case")
+        for name in named:
+            if name not in params:
+                raise ValueError(f"unknown parameter {name!r} (known: {', '.join(sorted(params))})")
+        n_steps = sum(s.repeat for s in self.steps)
+        for e in self.expect:
+            if isinstance(e.step, int) and not -n_steps <= e.step < n_steps:
+                raise ValueError(f"step {e.step} out of range: the case has {n_steps} steps")
+        return self
+
+
+def param_names(model: Model) -> list[str]:
+    """Canonical parameter names, `layer.role`; tied layers add no names of their own."""
+    return [f"{name}.{role}" for name, layer in model.layers.items() if not layer.tie
+            for role in layer.param_roles()]
+
+
+class CaseFile(_Strict):
+    topic: Literal[TOPICS]
+    cases: list[Case]
+
+
+class Instance(BaseModel):
+    """One concrete run of a case: the matrix and variants resolved."""
+    id: str          # base id plus [axis values], e.g. decay-skips-unused[sgd,default]
+    case: Case       # with matrix/variants applied
+    topic: str
+    axes: dict[str, str]
+    source: str      # file:line of the case
+
+
+# ---------------------------------------------------------------- loading
+def _set_dotted(data: dict, dotted: str, value) -> None:
+    *parents, last = dotted.split(".")
+    for key in parents:
+        data = data[key]
+    data[last] = value
+
+
+def expand(case: Case, topic: str, source: str) -> list[Instance]:
+    axes = list(case.matrix.items())
+    if case.variants:
+        axes.append(("variant", list(case.variants)))
+    if not axes:
+        return [Instance(id=case.id, case=case, topic=topic, axes={}, source=source)]
+    out = []
+    for combo in itertools.product(*(values for _, values in axes)):
+        data = case.model_dump()  # matrix and variants stay: `when` is checked against them
+        chosen = {}
+        for (axis, _), value in zip(axes, combo):
+            chosen[axis] = str(value)
+            if axis == "variant":
+                for dotted, override in case.variants[value].items():
+                    try:
+                        _set_dotted(data, dotted, copy.deepcopy(override))
+                    except (KeyError, TypeError):
+                        raise SpecError(f"{source}: variant {value!r} sets unknown field {dotted!r}") from None
+            else:
+                _set_dotted(data, ".".join(AXES[axis]), value)
+        try:
+            concrete = Case.model_validate(data)
+        except ValidationError as exc:
+            raise SpecError(f"{source}: {case.id}[{','.join(chosen.values())}]: "
+                            f"{_describe(exc.errors()[0])}") from None
+        out.append(Instance(id=f"{case.id}[{','.join(chosen.values())}]", case=concrete,
+                            topic=topic, axes=chosen, source=source))
+    return out
+
+
+def load_spec(spec_dir: Path = SPEC_DIR) -> list[Instance]:
+    files = sorted(Path(spec_dir).glob("*.yaml"))
+    if not files:
+        raise SpecError(f"{spec_dir}: no spec files (*.yaml)")
+    instances, seen = [], {}
+    for path in files:
+        raw = load_yaml(path)
+        parsed = _validate(CaseFile, raw, path)
+        for index, case in enumerate(parsed.cases):
+            line = raw["cases"].item_lines[index]
+            if case.id in seen:
+                raise SpecError(f"{path}:{line}: duplicate case id {case.id!r} (first at {seen[case.id]})")
+            seen[case.id] = f"{path.name}:{line}"
+            instances += expand(case, parsed.topic, f"{path.name}:{line}")
+    return sorted(instances, key=lambda inst: TOPICS.index(inst.topic))  # seeds first
+
+
+def spec_hash(spec_dir: Path = SPEC_DIR) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(Path(spec_dir).glob("*.yaml")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class KnownDivergence(_Strict):
+    case: str                 # case id, instance id or fnmatch pattern over instance ids
+    versions: str = ""        # PEP 440 specifier over the framework version; empty: all
+    reason: str
+    link: HttpUrl
+
+    def matches(self, instance_id: str, version: str) -> bool:
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import Version
+        base = instance_id.split("[")[0]
+        if not (fnmatch.fnmatchcase(instance_id, self.case) or self.case == base):
+            return False
+        return not self.versions or Version(version) in SpecifierSet(self.versions, prereleases=True)
+
+
+class KnownFile(_Strict):
+    divergences: list[KnownDivergence] = []
+
+
+def load_known(framework: str, known_dir: Path = KNOWN_DIR) -> list[KnownDivergence]:
+    path = Path(known_dir) / f"{framework}.yaml"
+    if not path.exists():
+        return []
+    raw = load_yaml(path)
+    known = _validate(KnownFile, raw if raw is not None else {}, path).divergences
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    for index, entry in enumerate(known):
+        try:
+            SpecifierSet(entry.versions)
+        except InvalidSpecifier:
+            line = raw["divergences"].item_lines[index]
+            raise SpecError(f"{path}:{line}: invalid version specifier {entry.versions!r}") from None
+    return known

@@ -1,0 +1,114 @@
+"""Observed vs expected: each check of a case's `expect` list, then the case's verdict."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .scenario import Observation
+from .schema import Instance, KnownDivergence
+
+VERDICTS = ("conform", "divergence", "error", "unsupported")
+
+
+@dataclass
+class Check:
+    check: str
+    expected: str
+    observed: str
+    held: bool
+
+
+def grad_state(g) -> str:
+    if g is None:
+        return "none"
+    return "zero" if not np.any(g) else "nonzero"
+
+
+def _describe_grad(g) -> str:
+    state = grad_state(g)
+    return f"nonzero (max |g| {np.max(np.abs(g)):.2e})" if state == "nonzero" else state
+
+
+def _compare(observed, expected, tol) -> tuple[bool, str]:
+    if observed is None or expected is None:
+        held = observed is None and expected is None
+        got = "none" if observed is None else "an array"
+        return held, f"{got}, reference has {'none' if expected is None else 'an array'}"
+    observed, expected = np.asarray(observed, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if observed.shape != expected.shape:
+        return False, f"shape {observed.shape}, reference {expected.shape}"
+    diff = float(np.max(np.abs(observed - expected))) if observed.size else 0.0
+    held = bool(np.allclose(observed, expected, rtol=tol.rtol, atol=tol.atol))
+    return held, f"max |observed - reference| {diff:.1e}"
+
+
+def _steps(spec_step, n: int) -> list[int]:
+    if spec_step == "all":
+        return list(range(n))
+    if spec_step == "last":
+        return [n - 1]
+    return [spec_step % n]
+
+
+def _applies(when: dict, axes: dict) -> bool:
+    return all(axes.get(axis) in ([want] if isinstance(want, str) else want) for axis, want in when.items())
+
+
+def _over_steps(label, expected, steps, one) -> Check:
+    """Run `one(step) -> (held, observed)` at each step; report the first failure, if any."""
+    where = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}"
+    for step in steps:
+        held, observed = one(step)
+        if not held:
+            return Check(f"{label} @ {where}", expected, f"step {step}: {observed}" if len(steps) > 1 else observed, False)
+    return Check(f"{label} @ {where}", expected, observed if len(steps) == 1 else "held at every step", True)
+
+
+def evaluate(instance: Instance, obs: Observation, ref: Observation) -> list[Check]:
+    case, checks = instance.case, []
+    n = len(obs.steps)
+    for exp in case.expect:
+        if not _applies(exp.when, instance.axes):
+            continue
+        steps = _steps(exp.step, n) if exp.step is not None else []
+        for name, want in exp.grad.items():
+            def one(i, name=name, want=want):
+                g = obs.steps[i].grads[name]
+                if want == "reference":
+                    return _compare(g, ref.steps[i].grads[name], case.tolerance)
+                state = grad_state(g)
+                held = state in ("none", "zero") if want == "none_or_zero" else state == want
+                return held, _describe_grad(g)
+            checks.append(_over_steps(f"grad {name}", want, steps, one))
+        for name, want in exp.value.items():
+            def one(i, name=name, want=want):
+                now = obs.steps[i].values[name]
+                if want == "reference":
+                    return _compare(now, ref.steps[i].values[name], case.tolerance)
+                delta = float(np.max(np.abs(now - obs.before(i)[name])))
+                moved = not np.array_equal(now, obs.before(i)[name])
+                return moved == (want == "changed"), f"changed by max {delta:.1e}" if moved else "unchanged"
+            checks.append(_over_steps(f"value {name}", want, steps, one))
+        if exp.loss:
+            def one(i):
+                return _compare(np.float64(obs.steps[i].loss), np.float64(ref.steps[i].loss), case.tolerance)
+            checks.append(_over_steps("loss", "reference", steps, one))
+        for name, count in exp.in_optimizer.items():
+            seen = obs.optimizer_params.count(name)
+            checks.append(Check(f"optimizer holds {name}", f"{count}x", f"{seen}x", seen == count))
+        for name, want in exp.trainable.items():
+            got = obs.trainable[name]
+            checks.append(Check(f"trainable {name}", str(want).lower(), str(got).lower(), got == want))
+    return checks
+
+
+def documented_by(instance_id: str, version: str, known: list[KnownDivergence]) -> KnownDivergence | None:
+    return next((entry for entry in known if entry.matches(instance_id, version)), None)
+
+
+def failure_summary(checks: list[Check]) -> str:
+    failed = [c for c in checks if not c.held]
+    first = failed[0]
+    more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+    return f"{first.check}: expected {first.expected}, observed {first.observed}{more}"
