@@ -80,10 +80,16 @@ def cmd_run(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage block
+        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m conformance", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", type=Path, default=SPEC_DIR, help="folder of spec YAML files")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p_list = sub.add_parser("list", help="list cases: id, topic, instances, title")
     p_list.add_argument("-k", metavar="SUBSTRING", help="only ids containing SUBSTRING")
     p_list.add_argument("--instances", action="store_true", help="one line per matrix instance")

@@ -5,9 +5,11 @@ import importlib
 
 from .base import DEVICES, DeviceUnavailable, Runner, Unsupported
 
-ADAPTERS = {"torch": "conformance.runners.torch:TorchRunner"}
+# "reference" runs the NumPy oracle through the harness: a self-check of the spec, no framework needed.
+ADAPTERS = {"torch": "conformance.runners.torch:TorchRunner",
+            "reference": "conformance.reference:ReferenceRunner"}
 # Frameworks the suite targets; each runs in the tox env of the same name.
-FRAMEWORKS = ("torch", "paddle", "mindspore", "tensorflow")
+FRAMEWORKS = ("torch", "paddle", "mindspore", "tensorflow", "reference")
 
 
 class FrameworkMissing(Exception):

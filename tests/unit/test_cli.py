@@ -1,0 +1,66 @@
+"""The command line, end to end on the reference adapter (no framework needed)."""
+import json
+
+import pytest
+
+from conformance import results
+from conformance import runners
+from conformance.__main__ import main
+
+
+def run(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list(capsys):
+    code, out, err = run(capsys, "list")
+    assert code == 0 and out.splitlines()[0].startswith("seed-1-decay-moves-unused-layer")
+    assert "cases" in err
+
+
+def test_run_writes_complete_results(capsys, tmp_path):
+    out_file = tmp_path / "sub" / "ref.json"
+    code, out, err = run(capsys, "run", "--framework", "reference", "-k", "seed-", "--out", str(out_file))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].startswith("[ 1/") and "conform" in lines[1]
+    assert "conform" in lines[-1] and str(out_file) in lines[-1]
+    doc = results.read(out_file)
+    assert doc.complete and doc.schema_version == 1
+    assert {c.base_id for c in doc.cases} == {f"seed-{n}-{s}" for n, s in [
+        (1, "decay-moves-unused-layer"), (2, "plain-list-sublayers"), (3, "stop-gradient-vs-frozen"),
+        (4, "bn-stats-not-regularized"), (5, "unused-bn-grad")]}
+    env = doc.environment
+    assert env.framework == "reference" and env.device == "cpu" and env.mode == "eager"
+    assert env.python and env.numpy and env.platform and env.suite_sha and len(env.spec_hash) == 16
+    assert doc.summary["conform"] == len(doc.cases)
+    raw = json.loads(out_file.read_text())
+    case = raw["cases"][0]
+    assert {"id", "topic", "title", "references", "verdict", "documented", "checks", "duration_s"} <= case.keys()
+    assert {"check", "expected", "observed", "held"} == case["checks"][0].keys()
+    assert not list(out_file.parent.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("argv, code, needle", [
+    (["run", "--framework", "caffe"], 2, "invalid choice: 'caffe'"),
+    (["run", "--framework", "reference", "--device", "tpu"], 2, "invalid choice: 'tpu'"),
+    (["run", "--framework", "reference", "-k", "no-such-case"], 2, "no case id contains 'no-such-case'"),
+    (["run", "--framework", "paddle"], 3, "no adapter for paddle yet"),
+    (["run", "--framework", "reference", "--out", "/proc/forbidden/x.json"], 2, "cannot write results to"),
+    (["--spec", "/nonexistent", "list"], 2, "no spec files"),
+])
+def test_bad_input_is_one_line(capsys, argv, code, needle):
+    got, out, err = run(capsys, *argv)
+    assert got == code
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_framework_names_tox_env(capsys, monkeypatch):
+    monkeypatch.setitem(runners.ADAPTERS, "torch", "conformance_no_such_module.x:Runner")
+    code, out, err = run(capsys, "run", "--framework", "torch")
+    assert code == 3 and "tox -e torch" in err and len(err.strip().splitlines()) == 1

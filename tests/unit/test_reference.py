@@ -1,0 +1,109 @@
+"""The NumPy oracle against hand-derived values and against finite differences."""
+import numpy as np
+import pytest
+
+from conformance import reference as ref
+from conformance.schema import Model
+
+
+def test_sgd_coupled_l2():
+    # p - lr * (g + wd * p) = 1 - 0.1 * (0.5 + 0.1 * 1) = 0.94
+    assert ref.sgd(1.0, 0.5, lr=0.1, wd=0.1) == pytest.approx(0.94)
+
+
+def test_momentum_first_buffer_is_gradient():
+    # step 1: buf = g = 0.5, p = 1 - 0.1 * 0.5 = 0.95
+    p, buf = ref.momentum(1.0, 0.5, None, lr=0.1, mu=0.9)
+    assert (p, buf) == pytest.approx((0.95, 0.5))
+    # step 2: buf = 0.9 * 0.5 + 0.5 = 0.95, p = 0.95 - 0.1 * 0.95 = 0.855
+    p, buf = ref.momentum(p, 0.5, buf, lr=0.1, mu=0.9)
+    assert (p, buf) == pytest.approx((0.855, 0.95))
+
+
+def test_momentum_with_decay_folds_decay_into_buffer():
+    # g' = 0.5 + 0.2 * 1 = 0.7; buf = 0.7; p = 1 - 0.1 * 0.7 = 0.93
+    assert ref.momentum(1.0, 0.5, None, lr=0.1, mu=0.9, wd=0.2) == pytest.approx((0.93, 0.7))
+
+
+def test_adam_first_step_is_lr_times_sign():
+    # m = 0.1 g, v = 0.001 g^2; bias correction gives m_hat = g, v_hat = g^2,
+    # so the step is lr * g / (|g| + eps) = 0.1 * 0.5 / (0.5 + 1e-8)
+    p, m, v = ref.adam(1.0, 0.5, 0.0, 0.0, 1, lr=0.1, b1=0.9, b2=0.999, eps=1e-8)
+    assert p == pytest.approx(1 - 0.1 * 0.5 / (0.5 + 1e-8), abs=1e-12)
+    assert (m, v) == pytest.approx((0.05, 0.00025))
+
+
+def test_adam_second_step_bias_correction():
+    # g = 0.5 then -0.5: m = 0.9*0.05 - 0.05 = -0.005, v = 0.999*0.00025 + 0.00025 = 0.00049975
+    # m_hat = -0.005 / 0.19 = -0.0263158, v_hat = 0.00049975 / 0.001999 = 0.25 -> sqrt = 0.5
+    p, m, v = ref.adam(0.0, 0.5, 0.0, 0.0, 1, lr=0.1, b1=0.9, b2=0.999, eps=0.0)
+    p, m, v = ref.adam(p, -0.5, m, v, 2, lr=0.1, b1=0.9, b2=0.999, eps=0.0)
+    assert p == pytest.approx(-0.1 + 0.1 * 0.0263158 / 0.5, rel=1e-5)
+
+
+def test_adam_coupled_vs_adamw_decoupled():
+    # adam: g' = 0.5 + 0.1 * 1 = 0.6, first step = lr * sign = 0.1 -> 0.9 (decay lost in normalization)
+    p_adam, _, _ = ref.adam(1.0, 0.5, 0.0, 0.0, 1, lr=0.1, b1=0.9, b2=0.999, eps=0.0, wd=0.1)
+    # adamw: p * (1 - lr * wd) = 0.99, then - 0.1 -> 0.89
+    p_adamw, _, _ = ref.adamw(1.0, 0.5, 0.0, 0.0, 1, lr=0.1, b1=0.9, b2=0.999, eps=0.0, wd=0.1)
+    assert (p_adam, p_adamw) == pytest.approx((0.9, 0.89))
+
+
+def test_clip_scale():
+    # |[3, 4]| = 5 -> scale 1/5 to reach norm 1; already below -> 1
+    assert ref.clip_scale([np.array([3.0]), np.array([4.0])], 1.0) == pytest.approx(0.2)
+    assert ref.clip_scale([np.array([0.3, 0.4])], 1.0) == 1.0
+
+
+def test_batchnorm_running_unbiased():
+    # batch [1, 3]: mean 2, biased var 1, unbiased 2; momentum 0.1 from (0, 1): (0.2, 0.9 + 0.2)
+    mean, var = ref.batchnorm_running(np.zeros(1), np.ones(1), np.array([[1.0], [3.0]]), 0.1)
+    assert (mean[0], var[0]) == pytest.approx((0.2, 1.1))
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_backward_matches_finite_differences(train):
+    model = Model.model_validate({"layers": {"a": {"linear": [3, 4]}, "bn": {"batchnorm": 4},
+                                             "b": {"linear": [4, 2]}}})
+    rng = np.random.default_rng(0)
+    values = {"a.weight": rng.normal(size=(3, 4)), "a.bias": rng.normal(size=4),
+              "bn.weight": 1 + rng.normal(size=4) * 0.1, "bn.bias": rng.normal(size=4) * 0.1,
+              "bn.running_mean": rng.normal(size=4), "bn.running_var": 1 + rng.random(4),
+              "b.weight": rng.normal(size=(4, 2)), "b.bias": rng.normal(size=2)}
+    x, t = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    path = ["a", "bn", "b"]
+
+    def loss_at(vals):
+        runner = ref.ReferenceRunner()
+        runner.build(model, vals)
+        return runner.forward(path, x, t, train=train, backward=False)
+
+    runner = ref.ReferenceRunner()
+    runner.build(model, values)
+    runner.forward(path, x, t, train=train, backward=True)
+    grads = runner.grads()
+    for name in ("a.weight", "a.bias", "bn.weight", "bn.bias", "b.weight"):
+        numeric = np.zeros_like(values[name])
+        for idx in np.ndindex(values[name].shape):
+            plus = {k: v.copy() for k, v in values.items()}
+            minus = {k: v.copy() for k, v in values.items()}
+            plus[name][idx] += 1e-6
+            minus[name][idx] -= 1e-6
+            numeric[idx] = (loss_at(plus) - loss_at(minus)) / 2e-6
+        np.testing.assert_allclose(grads[name], numeric, rtol=1e-5, atol=1e-8, err_msg=name)
+    assert grads["bn.running_mean"] is None and grads["bn.running_var"] is None
+
+
+def test_detach_and_frozen_leave_no_gradient():
+    model = Model.model_validate({"layers": {"a": {"linear": [2, 2]}, "b": {"linear": [2, 2]},
+                                             "c": {"linear": [2, 1]}},
+                                  "detach_after": ["a"], "frozen": ["c.bias"]})
+    rng = np.random.default_rng(1)
+    values = {n: rng.normal(size=s) for n, s in [("a.weight", (2, 2)), ("a.bias", 2), ("b.weight", (2, 2)),
+                                                  ("b.bias", 2), ("c.weight", (2, 1)), ("c.bias", 1)]}
+    runner = ref.ReferenceRunner()
+    runner.build(model, values)
+    runner.forward(["a", "b", "c"], rng.normal(size=(4, 2)), rng.normal(size=(4, 1)), True, True)
+    grads = runner.grads()
+    assert grads["a.weight"] is None and grads["a.bias"] is None and grads["c.bias"] is None
+    assert np.any(grads["b.weight"]) and np.any(grads["c.weight"])

@@ -1,0 +1,164 @@
+"""Spec loading: every malformed input is a one-line SpecError naming file and line."""
+import textwrap
+
+import pytest
+
+from conformance.schema import SPEC_DIR, SpecError, load_known, load_spec
+
+GOOD = """\
+topic: gradient_flow
+cases:
+  - id: tiny
+    title: A tiny case
+    references: [https://example.org/doc]
+    model:
+      layers:
+        a: {linear: [2, 2]}
+    optimizer: {name: sgd}
+    steps:
+      - {path: [a]}
+    expect:
+      - {step: 0, grad: {a.weight: nonzero}}
+"""
+
+
+def write_spec(tmp_path, text, name="topic.yaml"):
+    (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def error_of(tmp_path, text):
+    with pytest.raises(SpecError) as info:
+        load_spec(write_spec(tmp_path, text))
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_good_spec_loads(tmp_path):
+    (instance,) = load_spec(write_spec(tmp_path, GOOD))
+    assert instance.id == "tiny" and instance.topic == "gradient_flow"
+    assert instance.source == "topic.yaml:3"
+
+
+def test_unknown_key_names_file_and_line(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("    title:", "    titel: typo\n    title:"))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:4:") and "unknown key" in msg and "titel" in msg
+
+
+def test_nested_unknown_key_line(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("optimizer: {name: sgd}", "optimizer: {name: sgd, lr_rate: 1}"))
+    assert ":9:" in msg and "lr_rate" in msg
+
+
+def test_bad_type_names_line(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("{linear: [2, 2]}", "{linear: [2, many]}"))
+    assert ":8:" in msg and "linear" in msg
+
+
+def test_bad_enum_value(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("nonzero", "nonzeroish"))
+    assert ":13:" in msg and "grad" in msg
+
+
+def test_duplicate_case_id(tmp_path):
+    second = GOOD.split("cases:\n")[1]
+    msg = error_of(tmp_path, GOOD + second)
+    assert ":14:" in msg and "duplicate case id 'tiny'" in msg and "topic.yaml:3" in msg
+
+
+def test_duplicate_yaml_key(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("    title: A tiny case\n", "    title: A\n    title: B\n"))
+    assert ":5:" in msg and "duplicate key 'title'" in msg
+
+
+def test_missing_reference(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("    references: [https://example.org/doc]\n", ""))
+    assert ":3:" in msg and "missing key" in msg and "references" in msg
+
+
+def test_empty_references(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("[https://example.org/doc]", "[]"))
+    assert ":5:" in msg and "references" in msg
+
+
+def test_reference_not_a_url(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("https://example.org/doc", "see the docs"))
+    assert ":5:" in msg and "URL" in msg
+
+
+def test_yaml_syntax_error(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("{name: sgd}", "{name: sgd"))
+    assert "topic.yaml:" in msg and "YAML syntax error" in msg
+
+
+def test_unknown_layer_in_path(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("path: [a]", "path: [a, ghost]"))
+    assert ":3:" in msg and "unknown layer 'ghost'" in msg
+
+
+def test_unknown_parameter_in_expectation(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("a.weight: nonzero", "a.kernel: nonzero"))
+    assert "unknown parameter 'a.kernel'" in msg
+
+
+def test_when_must_name_an_axis(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("nonzero}}", "nonzero}, when: {clear: zeros}}"))
+    assert "'when' names 'clear'" in msg
+
+
+def test_python_tags_are_not_executed(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("title: A tiny case", "title: !!python/object/apply:os.system [echo hi]"))
+    assert "topic.yaml" in msg
+
+
+def test_matrix_and_variants_expand(tmp_path):
+    text = GOOD.replace("    model:\n", "    matrix: {optimizer: [sgd, adam], clear: [default, zeros]}\n"
+                        "    variants:\n      frozen: {model.frozen: [a]}\n      free: {}\n    model:\n", 1)
+    instances = load_spec(write_spec(tmp_path, text))
+    assert len(instances) == 8
+    first = instances[0]
+    assert first.id == "tiny[sgd,default,frozen]" and first.case.model.frozen == ["a"]
+    assert first.axes == {"optimizer": "sgd", "clear": "default", "variant": "frozen"}
+    assert instances[-1].case.optimizer.name == "adam" and instances[-1].case.clear == "zeros"
+
+
+def test_variant_with_unknown_field(tmp_path):
+    text = GOOD.replace("    model:\n", "    variants:\n      x: {model.nothing.here: 1}\n    model:\n", 1)
+    assert "variant 'x' sets unknown field" in error_of(tmp_path, text)
+
+
+def test_no_spec_files(tmp_path):
+    with pytest.raises(SpecError, match="no spec files"):
+        load_spec(tmp_path)
+
+
+def test_known_file_validation(tmp_path):
+    (tmp_path / "torch.yaml").write_text("divergences:\n  - case: x\n    reason: r\n    link: not a url\n")
+    with pytest.raises(SpecError, match=r"torch.yaml:4: .*URL"):
+        load_known("torch", tmp_path)
+    (tmp_path / "torch.yaml").write_text("divergences:\n  - case: x\n    versions: '>>2'\n"
+                                         "    reason: r\n    link: https://e.org\n")
+    with pytest.raises(SpecError, match=r"torch.yaml:2: invalid version specifier"):
+        load_known("torch", tmp_path)
+
+
+def test_known_entry_matching(tmp_path):
+    (tmp_path / "fw.yaml").write_text("divergences:\n  - {case: a-case, versions: '>=2', reason: r, link: https://e.org}\n"
+                                      "  - {case: 'b-*[sgd*', reason: r, link: https://e.org}\n")
+    first, second = load_known("fw", tmp_path)
+    assert first.matches("a-case[sgd,default]", "2.13.0+cpu") and not first.matches("a-case", "1.9")
+    assert not first.matches("a-case-longer", "2.1")
+    assert second.matches("b-x[sgd,none]", "0.1") and not second.matches("b-x[adam]", "0.1")
+
+
+def test_shipped_spec_is_valid_and_complete():
+    instances = load_spec(SPEC_DIR)
+    base = {i.case.id for i in instances}
+    assert len(base) >= 30
+    assert {"seed-1-decay-moves-unused-layer", "seed-2-plain-list-sublayers", "seed-3-stop-gradient-vs-frozen",
+            "seed-4-bn-stats-not-regularized", "seed-5-unused-bn-grad"} <= base
+    topics = {i.topic for i in instances}
+    assert topics == {"seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm",
+                      "registration", "clipping", "accumulation"}
+    assert instances[0].topic == "seeds"
