@@ -1,34 +1,48 @@
 """Command line: python -m conformance list | run.
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
-arguments or a malformed spec; 3 when the framework or device is not available here.
+arguments or a malformed spec; 3 when the framework, device or mode is not available here;
+4 when the framework worker cannot start; 130 / 143 when interrupted by SIGINT / SIGTERM
+(the cases finished so far are written, marked incomplete).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import signal
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from . import results
-from .execute import run_all
-from .runners import DEVICES, FRAMEWORKS, DeviceUnavailable, FrameworkMissing, load_adapter
+from .execute import DEFAULT_TIMEOUT, Worker, WorkerFailed, run_isolated
+from .runners import DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, adapter_path
 from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec
+
+SAVE_EVERY = 5.0  # seconds between saves of a run in progress
 
 
 class UsageError(Exception):
     """Bad command-line input; the message is one line."""
 
 
-def _select(instances, substring):
-    if not substring:
-        return instances
-    chosen = [i for i in instances if substring in i.id]
-    if not chosen:
-        raise UsageError(f"no case id contains {substring!r} (see `python -m conformance list`)")
-    return chosen
+class Interrupted(Exception):
+    """SIGTERM arrived; handled like Ctrl-C."""
+
+
+def _select(instances, substring=None, ids=None):
+    if ids:
+        known = {i.id for i in instances} | {i.case.id for i in instances}
+        for wanted in ids:
+            if wanted not in known:
+                raise UsageError(f"unknown case id {wanted!r} (see `python -m conformance list --instances`)")
+        instances = [i for i in instances if i.id in ids or i.case.id in ids]
+    if substring:
+        instances = [i for i in instances if substring in i.id]
+        if not instances:
+            raise UsageError(f"no case id contains {substring!r} (see `python -m conformance list`)")
+    return instances
 
 
 def cmd_list(args) -> int:
@@ -45,39 +59,102 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_run(args) -> int:
-    instances = _select(load_spec(args.spec), args.k)
-    known = load_known(args.framework, args.known)
-    adapter = load_adapter(args.framework)
-    runner = adapter(args.device)
-    version = adapter.version()
-    out = Path(args.out or f"reports/results/{args.framework}.json")
-    now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    doc = results.Results(environment=results.environment(
-        args.framework, version, args.device, runner.mode, args.spec, now()))
+def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
+    """The results file a --resume / --only-errors run continues; it must match this run."""
+    flag = "--resume" if args.resume else "--only-errors"
     try:
-        results.write(doc, out)  # fail now, not after the run, if the path is unwritable
-    except OSError as exc:
-        raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-    print(f"{args.framework} {version} on {args.device} ({runner.mode}): {len(instances)} instances")
-    start, width = time.perf_counter(), len(str(len(instances)))
+        doc = results.read(out)
+    except FileNotFoundError:
+        raise UsageError(f"{flag}: no results file at {out}") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{flag}: cannot read {out}: {str(exc).splitlines()[0]}") from None
+    env = doc.environment
+    for what, theirs, ours in (("framework", env.framework, args.framework), ("device", env.device, args.device),
+                               ("mode", env.mode, args.mode), ("framework version", env.framework_version, version),
+                               ("spec hash", env.spec_hash, spec_hash)):
+        if theirs != ours:
+            raise UsageError(f"{flag}: {out} has {what} {theirs}, this run {ours}; run without {flag}")
+    return doc
 
-    def on_result(record):
-        doc.cases.append(record)
-        tag = record.verdict + (" (documented)" if record.documented else "")
-        line = f"[{len(doc.cases):{width}}/{len(instances)}] {tag:24} {record.id}"
-        if record.verdict != "conform":
-            line += f"  -- {record.reason}"
-        print(line, flush=True)
 
-    run_all(runner, instances, version, known, on_result)
-    doc.complete, doc.environment.finished = True, now()
-    summary = doc.summarize()
-    results.write(doc, out)
-    counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
-    print(f"{args.framework}: {counts} ({summary['documented']} documented divergences); "
-          f"{time.perf_counter() - start:.1f} s; results in {out}")
-    return 0
+def cmd_run(args) -> int:
+    out = Path(args.out or f"reports/results/{args.framework}.json")
+    if args.adapter and ":" not in args.adapter:
+        raise UsageError(f"--adapter {args.adapter!r}: expected MODULE:CLASS")
+    path = args.adapter or adapter_path(args.framework)
+    workers = [Worker(args.framework, path, args.device, args.mode)]  # the framework imports while the spec loads
+
+    def new_worker():
+        workers.append(Worker(args.framework, path, args.device, args.mode))
+        return workers[-1]
+
+    def on_sigterm(signum, frame):
+        raise Interrupted()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        selected = _select(load_spec(args.spec), args.k, args.case)
+        order = {inst.id: n for n, inst in enumerate(selected)}
+        known = load_known(args.framework, args.known)
+        version, mode = workers[0].start()
+        now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        doc = results.Results(environment=results.environment(
+            args.framework, version, args.device, mode, args.spec, now()))
+        todo = selected
+        if args.resume or args.only_errors:
+            previous = _previous(out, args, version, doc.environment.spec_hash)
+            doc.cases = [c for c in previous.cases if c.id in order
+                         and not (args.only_errors and c.verdict == "error")]
+            done = {c.id for c in doc.cases}
+            todo = [inst for inst in selected if inst.id not in done]
+        try:
+            results.write(doc, out)  # fail now, not after the run, if the path is unwritable
+        except OSError as exc:
+            raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
+        print(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
+              + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""), flush=True)
+        start, width = time.perf_counter(), len(str(len(todo)))
+        ran, saved = 0, time.monotonic()
+
+        def on_result(record):
+            nonlocal ran, saved
+            doc.cases.append(record)
+            ran += 1
+            tag = record.verdict + (" (documented)" if record.documented else "")
+            line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
+            print(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""), flush=True)
+            if time.monotonic() - saved > SAVE_EVERY:
+                results.write(doc, out)
+                saved = time.monotonic()
+
+        def save(complete: bool):
+            doc.cases.sort(key=lambda c: order[c.id])
+            doc.complete = complete
+            if complete:
+                doc.environment.finished = now()
+            summary = doc.summarize()
+            results.write(doc, out)
+            return summary
+
+        try:
+            run_isolated(workers[0], new_worker, todo, version, known, args.timeout, on_result)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            save(complete=False)
+            print(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} (incomplete)",
+                  file=sys.stderr)
+            return 143 if isinstance(exc, Interrupted) else 130
+        except WorkerFailed:
+            save(complete=False)
+            raise
+        summary = save(complete=True)
+        counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
+        print(f"{args.framework}: {counts} ({summary['documented']} documented divergences); "
+              f"{time.perf_counter() - start:.1f} s; results in {out}")
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for worker in workers:
+            worker.close()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -96,18 +173,36 @@ def main(argv=None) -> int:
     p_run = sub.add_parser("run", help="run the spec on one framework and write its results file")
     p_run.add_argument("--framework", required=True, choices=FRAMEWORKS)
     p_run.add_argument("--device", default="cpu", choices=DEVICES)
+    p_run.add_argument("--mode", default="eager", choices=MODES, help="execution mode (default eager)")
     p_run.add_argument("-k", metavar="SUBSTRING", help="only instance ids containing SUBSTRING")
+    p_run.add_argument("--case", action="append", metavar="ID",
+                       help="only this case (base or instance id); repeatable")
+    p_run.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="per-case time limit, overriding the spec's (default %g s)" % DEFAULT_TIMEOUT)
     p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK.json)")
     p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-divergence files")
+    p_run.add_argument("--adapter", metavar="MODULE:CLASS",
+                       help="run this adapter class instead of the framework's own (adapters in development)")
+    again = p_run.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="keep the finished cases of the results file at --out, run the rest")
+    again.add_argument("--only-errors", action="store_true",
+                       help="re-run only the cases recorded as error in the results file at --out")
     args = parser.parse_args(argv)
     try:
         return cmd_list(args) if args.command == "list" else cmd_run(args)
     except (SpecError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (FrameworkMissing, DeviceUnavailable) as exc:
+    except (FrameworkMissing, Unavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
+    except WorkerFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    except (KeyboardInterrupt, Interrupted) as exc:  # before any case ran: nothing to write
+        print("error: interrupted", file=sys.stderr)
+        return 143 if isinstance(exc, Interrupted) else 130
 
 
 if __name__ == "__main__":

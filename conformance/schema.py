@@ -10,7 +10,7 @@ import fnmatch
 import hashlib
 import itertools
 from pathlib import Path
-from typing import Literal, Union
+from typing import Annotated, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
@@ -76,9 +76,12 @@ def load_yaml(path: Path):
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    loader = _Loader(text)
-    loader.name = str(path)
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    loader = None
     try:
+        loader = _Loader(text)
+        loader.name = str(path)
         return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -87,7 +90,8 @@ def load_yaml(path: Path):
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: YAML error: {str(exc).splitlines()[0]}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _line_of(data, loc) -> int:
@@ -126,10 +130,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Width = Annotated[int, Field(ge=1, le=1024)]  # cases are tiny models; bounds keep the oracle quick
+
+
 class Layer(_Strict):
     """Exactly one of: linear [in, out], batchnorm features, tie (alias of another layer)."""
-    linear: tuple[int, int] | None = None
-    batchnorm: int | None = None
+    linear: tuple[Width, Width] | None = None
+    batchnorm: Width | None = None
     tie: str | None = None
     bias: bool = True
     momentum: float = 0.1  # BatchNorm: weight of the new batch in the running statistics
@@ -181,12 +188,12 @@ class Optimizer(_Strict):
 
 class Step(_Strict):
     path: list[str]
-    batch: int | None = None  # input batch index; default: the step's index
+    batch: int | None = Field(None, ge=0)  # input batch index; default: the step's index
     clear: bool = True        # clear gradients before this step
     backward: bool = True
     update: bool = True
     train: bool = True
-    repeat: int = Field(1, ge=1)
+    repeat: int = Field(1, ge=1, le=1000)
 
 
 GradCheck = Literal["none", "zero", "none_or_zero", "nonzero", "reference"]
@@ -225,10 +232,10 @@ class Case(_Strict):
     optimizer: Optimizer
     clear: ClearMode = "default"
     seed: int = 0
-    batch_size: int = 8
+    batch_size: int = Field(8, ge=2, le=4096)  # BatchNorm's unbiased variance needs 2
     tolerance: Tolerance = Tolerance()
-    timeout: float | None = None
-    steps: list[Step] = Field(min_length=1)
+    timeout: float | None = Field(None, gt=0)  # seconds; overrides the run's default
+    steps: list[Step] = Field(min_length=1, max_length=1000)
     expect: list[Expect] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -255,6 +262,8 @@ class Case(_Strict):
             if name not in params:
                 raise ValueError(f"unknown parameter {name!r} (known: {', '.join(sorted(params))})")
         n_steps = sum(s.repeat for s in self.steps)
+        if n_steps > 1000:
+            raise ValueError(f"{n_steps} steps after repeat; at most 1000")
         for e in self.expect:
             if isinstance(e.step, int) and not -n_steps <= e.step < n_steps:
                 raise ValueError(f"step {e.step} out of range: the case has {n_steps} steps")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import DEVICES, DeviceUnavailable, Runner, Unsupported
+from .base import DEVICES, MODES, Runner, Unavailable, Unsupported
 
 # "reference" runs the NumPy oracle through the harness: a self-check of the spec, no framework needed.
 ADAPTERS = {"torch": "conformance.runners.torch:TorchRunner",
@@ -16,19 +16,28 @@ class FrameworkMissing(Exception):
     """The framework (or its adapter) is not available in this environment."""
 
 
-def load_adapter(framework: str) -> type[Runner]:
+def adapter_path(framework: str) -> str:
+    """'module:Class' of the framework's adapter, without importing anything."""
     if framework not in FRAMEWORKS:
         raise FrameworkMissing(f"unknown framework {framework!r}; choose from {', '.join(FRAMEWORKS)}")
     if framework not in ADAPTERS:
         raise FrameworkMissing(f"no adapter for {framework} yet; available: {', '.join(ADAPTERS)}")
-    module_name, class_name = ADAPTERS[framework].split(":")
+    return ADAPTERS[framework]
+
+
+def load_adapter(path: str, framework: str) -> type[Runner]:
+    """Import the adapter class for `framework` from 'module:Class' (see adapter_path)."""
+    module_name, class_name = path.split(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise FrameworkMissing(f"{framework} is not installed in this environment ({exc.name} missing); "
                                f"run it with `tox -e {framework}`") from None
-    return getattr(module, class_name)
+    try:
+        return getattr(module, class_name)
+    except AttributeError:
+        raise FrameworkMissing(f"{module_name} has no adapter class {class_name!r}") from None
 
 
-__all__ = ["ADAPTERS", "DEVICES", "FRAMEWORKS", "DeviceUnavailable", "FrameworkMissing", "Runner",
-           "Unsupported", "load_adapter"]
+__all__ = ["ADAPTERS", "DEVICES", "FRAMEWORKS", "MODES", "FrameworkMissing", "Runner", "Unavailable",
+           "Unsupported", "adapter_path", "load_adapter"]

@@ -16,22 +16,28 @@ import numpy as np
 from ..schema import ClearMode, Model, Optimizer
 
 DEVICES = ("cpu", "cuda", "ascend")
+MODES = ("eager", "graph")
 
 
 class Unsupported(Exception):
     """The adapter cannot express this scenario in its framework; the message says why."""
 
 
-class DeviceUnavailable(Exception):
-    """The requested device is absent or not offered by this framework; the message says which."""
+class Unavailable(Exception):
+    """The requested device or mode is absent or not offered by this adapter; the message says which."""
 
 
 class Runner(ABC):
     framework: str = ""
-    mode: str = "eager"  # execution mode recorded with the results
+    devices: tuple[str, ...] = ("cpu",)  # what the adapter can target
+    modes: tuple[str, ...] = ("eager",)  # execution modes it can run in
 
-    def __init__(self, device: str = "cpu"):
-        self.device = device
+    def __init__(self, device: str = "cpu", mode: str = "eager"):
+        if device not in self.devices:
+            raise Unavailable(f"the {self.framework} adapter offers --device {'/'.join(self.devices)}, not {device}")
+        if mode not in self.modes:
+            raise Unavailable(f"the {self.framework} adapter offers --mode {'/'.join(self.modes)}, not {mode}")
+        self.device, self.mode = device, mode
 
     @staticmethod
     @abstractmethod

@@ -9,26 +9,24 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import DeviceUnavailable, Runner
+from .base import Runner, Unavailable
 from ..schema import Model, Optimizer, param_names
 
 
 class TorchRunner(Runner):
     framework = "torch"
-    mode = "eager"
+    devices = ("cpu", "cuda")
 
-    def __init__(self, device: str = "cpu"):
-        super().__init__(device)
-        if device == "ascend":
-            raise DeviceUnavailable("torch has no Ascend backend in this suite; use --framework mindspore")
+    def __init__(self, device: str = "cpu", mode: str = "eager"):
+        super().__init__(device, mode)
         if device == "cuda" and not torch.cuda.is_available():
-            raise DeviceUnavailable(f"--device cuda: torch {torch.__version__} sees no CUDA device "
-                                    f"(torch.cuda.is_available() is False)")
+            raise Unavailable(f"--device cuda: torch {torch.__version__} sees no CUDA device "
+                              f"(torch.cuda.is_available() is False)")
         self.torch_device = torch.device(device)
 
     @staticmethod
     def version() -> str:
-        return torch.__version__
+        return str(torch.__version__)  # a str subclass whose unpickling imports torch
 
     def build(self, model: Model, values):
         torch.manual_seed(0)

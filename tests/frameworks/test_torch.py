@@ -8,7 +8,7 @@ import torch
 
 from conformance import results
 from conformance.__main__ import main
-from conformance.runners.base import DeviceUnavailable
+from conformance.runners.base import Unavailable
 from conformance.runners.torch import TorchRunner
 from conformance.scenario import observe
 from conformance.schema import SPEC_DIR, load_spec
@@ -90,13 +90,19 @@ def test_cuda_device():
         obs = observe(TorchRunner("cuda"), SPEC["sgd-numerics"].case)
         assert len(obs.steps) == 3
     else:
-        with pytest.raises(DeviceUnavailable, match="cuda"):
+        with pytest.raises(Unavailable, match="cuda"):
             TorchRunner("cuda")
 
 
 def test_ascend_is_refused():
-    with pytest.raises(DeviceUnavailable, match="Ascend"):
+    with pytest.raises(Unavailable, match="--device cpu/cuda, not ascend"):
         TorchRunner("ascend")
+
+
+def test_graph_mode_is_refused_with_one_line(capsys):
+    assert main(["run", "--framework", "torch", "--mode", "graph"]) == 3
+    err = capsys.readouterr().err
+    assert "offers --mode eager, not graph" in err and len(err.strip().splitlines()) == 1
 
 
 def test_full_run(tmp_path, capsys):
