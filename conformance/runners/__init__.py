@@ -7,6 +7,9 @@ from .base import DEVICES, MODES, Runner, Unavailable, Unsupported
 
 # "reference" runs the NumPy oracle through the harness: a self-check of the spec, no framework needed.
 ADAPTERS = {"torch": "conformance.runners.torch:TorchRunner",
+            "paddle": "conformance.runners.paddle:PaddleRunner",
+            "mindspore": "conformance.runners.mindspore:MindSporeRunner",
+            "tensorflow": "conformance.runners.tensorflow:TensorFlowRunner",
             "reference": "conformance.reference:ReferenceRunner"}
 # Frameworks the suite targets; each runs in the tox env of the same name.
 FRAMEWORKS = ("torch", "paddle", "mindspore", "tensorflow", "reference")

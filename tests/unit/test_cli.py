@@ -50,7 +50,7 @@ def test_run_writes_complete_results(capsys, tmp_path):
     (["run", "--framework", "caffe"], 2, "invalid choice: 'caffe'"),
     (["run", "--framework", "reference", "--device", "tpu"], 2, "invalid choice: 'tpu'"),
     (["run", "--framework", "reference", "-k", "no-such-case"], 2, "no case id contains 'no-such-case'"),
-    (["run", "--framework", "paddle"], 3, "no adapter for paddle yet"),
+    (["run", "--framework", "paddle", "--adapter", "conformance_nope:X"], 3, "is not installed"),
     (["run", "--framework", "reference", "--out", "/proc/forbidden/x.json"], 2, "cannot write results to"),
     (["--spec", "/nonexistent", "list"], 2, "no spec files"),
 ])
