@@ -59,6 +59,13 @@ def cmd_list(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from .report import build  # pandas, jinja2 and matplotlib: only the report env has them
+    out = build(args.results, args.out, args.spec, args.bench)
+    print(f"report: {out} and {out.parent / 'summary.csv'}")
+    return 0
+
+
 def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
     """The results file a --resume / --only-errors run continues; it must match this run."""
     flag = "--resume" if args.resume else "--only-errors"
@@ -188,9 +195,13 @@ def main(argv=None) -> int:
                        help="keep the finished cases of the results file at --out, run the rest")
     again.add_argument("--only-errors", action="store_true",
                        help="re-run only the cases recorded as error in the results file at --out")
+    p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")
+    p_report.add_argument("--results", type=Path, default=Path("reports/results"), help="results folder")
+    p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")
+    p_report.add_argument("--out", type=Path, default=Path("reports"), help="where index.html goes")
     args = parser.parse_args(argv)
     try:
-        return cmd_list(args) if args.command == "list" else cmd_run(args)
+        return {"list": cmd_list, "run": cmd_run, "report": cmd_report}[args.command](args)
     except (SpecError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,140 @@
+"""Build the comparison report: reports/index.html (self-contained) and reports/summary.csv.
+
+pandas shapes the tables, jinja2 (autoescaping every string from results) renders the page,
+matplotlib draws the benchmark plots, embedded as PNG data URIs so the page opens offline.
+"""
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from . import results
+from .bench import load_benchmarks, plot_benchmarks, relative_table
+from .runners import FRAMEWORKS
+from .schema import SpecError, load_spec
+
+COLUMNS = tuple(f for f in FRAMEWORKS if f != "reference")
+# verdict class -> (symbol, label); colour lives in the template's CSS
+CELL = {"conform": ("✓", "conform"), "documented": ("◆", "documented divergence"),
+        "divergence": ("✗", "undocumented divergence"), "error": ("!", "error"),
+        "unsupported": ("–", "unsupported"), "missing": ("·", "not run")}
+
+
+@dataclass
+class Column:
+    framework: str
+    status: str               # ok | incomplete | not run | malformed
+    note: str = ""            # why not run / what is malformed
+    doc: results.Results | None = None
+    file: str | None = None   # path relative to the report
+
+
+def load_columns(results_dir: Path, report_dir: Path) -> list[Column]:
+    columns = []
+    for framework in COLUMNS:
+        path = results_dir / f"{framework}.json"
+        rel = Path(path).resolve().relative_to(report_dir.resolve()) if path.resolve().is_relative_to(
+            report_dir.resolve()) else path.resolve()
+        if not path.exists():
+            columns.append(Column(framework, "not run", f"no {path.name}: run `tox -e {framework}`"))
+            continue
+        try:
+            doc = results.read(path)
+        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            first = str(exc).splitlines()
+            columns.append(Column(framework, "malformed", f"{path.name}: {' '.join(first[:2])}", file=str(rel)))
+            continue
+        status = "ok" if doc.complete else "incomplete"
+        note = "" if doc.complete else "the run was interrupted: only finished cases are shown"
+        columns.append(Column(framework, status, note, doc, str(rel)))
+    return columns
+
+
+def long_table(columns: list[Column]) -> pd.DataFrame:
+    """One row per (framework, case instance) that a results file holds."""
+    rows = []
+    for col in columns:
+        for case in col.doc.cases if col.doc else []:
+            cls = "documented" if case.documented else case.verdict
+            rows.append(dict(framework=col.framework, framework_version=col.doc.environment.framework_version,
+                             id=case.id, base_id=case.base_id, topic=case.topic, title=case.title,
+                             verdict=case.verdict, cell=cls, documented=bool(case.documented),
+                             reason=case.reason or "", link=case.documented.link if case.documented else "",
+                             documented_reason=case.documented.reason if case.documented else ""))
+    return pd.DataFrame(rows, columns=["framework", "framework_version", "id", "base_id", "topic", "title",
+                                       "verdict", "cell", "documented", "reason", "link", "documented_reason"])
+
+
+def case_rows(columns: list[Column], spec_dir) -> pd.DataFrame:
+    """Every case instance in spec order (then any only the results know), with title and references."""
+    known = {}
+    try:
+        for inst in load_spec(spec_dir):
+            known[inst.id] = dict(id=inst.id, base_id=inst.case.id, topic=inst.topic, title=inst.case.title,
+                                  references=[str(r) for r in inst.case.references])
+    except SpecError:
+        pass  # the results still carry titles and references
+    for col in columns:
+        for case in col.doc.cases if col.doc else []:
+            known.setdefault(case.id, dict(id=case.id, base_id=case.base_id, topic=case.topic,
+                                           title=case.title, references=case.references))
+    frame = pd.DataFrame(list(known.values()), columns=["id", "base_id", "topic", "title", "references"])
+    frame["order"] = range(len(frame))
+    return frame
+
+
+def _grouped(rows: pd.DataFrame) -> list[dict]:
+    """Instances under their base case: the case's title and references are shown once."""
+    return [dict(base_id=base, title=part.title.iloc[0], references=part.references.iloc[0],
+                 instances=[(i, i[len(base):].strip("[]") or "-") for i in part.id])
+            for base, part in rows.groupby("base_id", sort=False)]
+
+
+def summary_counts(table: pd.DataFrame, columns: list[Column]) -> pd.DataFrame:
+    counts = table.pivot_table(index="framework", columns="cell", values="id", aggfunc="count", fill_value=0)
+    counts = counts.reindex(index=[c.framework for c in columns], columns=list(CELL)[:-1], fill_value=0)
+    run = counts.sum(axis=1)
+    counts["cases"] = run
+    counts["conform %"] = (100 * counts["conform"] / run.where(run > 0)).round(1)
+    return counts
+
+
+def _cells(table: pd.DataFrame, columns: list[Column]) -> dict:
+    """(case id, framework) -> everything a cell shows."""
+    by_key = {}
+    for col in columns:
+        for case in col.doc.cases if col.doc else []:
+            cls = "documented" if case.documented else case.verdict
+            checks = "; ".join(f"{c.check}: expected {c.expected}, observed {c.observed}"
+                               for c in case.checks if not c.held)
+            by_key[case.id, col.framework] = dict(cls=cls, symbol=CELL[cls][0], label=CELL[cls][1],
+                                                  reason=case.reason or "", case=case,
+                                                  tooltip=" | ".join(x for x in (CELL[cls][1], case.reason, checks) if x))
+    return by_key
+
+
+def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("reports"), spec_dir=None,
+          bench_dir: Path | None = Path(".asv/results")) -> Path:
+    from .schema import SPEC_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    columns = load_columns(results_dir, out_dir)
+    table = long_table(columns)
+    rows = case_rows(columns, spec_dir or SPEC_DIR)
+    table.to_csv(out_dir / "summary.csv", index=False)
+    bench = load_benchmarks(bench_dir) if bench_dir else None
+    env = Environment(loader=PackageLoader("conformance", "templates"), autoescape=select_autoescape(["html"]))
+    page = env.get_template("report.html").render(
+        built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        suite=next((c.doc.environment.suite_sha for c in columns if c.doc), results.suite_sha()),
+        columns=columns, counts=summary_counts(table, columns), cells=_cells(table, columns), legend=CELL,
+        seeds=_grouped(rows[rows.topic == "seeds"]),
+        topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
+        bench_plot=plot_benchmarks(bench) if bench is not None else None,
+        bench_table=relative_table(bench).to_html(float_format="%.2f", na_rep="") if bench is not None else "")
+    out = out_dir / "index.html"
+    out.write_text(page, encoding="utf-8")
+    return out
