@@ -66,12 +66,13 @@ def plot_benchmarks(frame: pd.DataFrame) -> str | None:
     masks = list(dict.fromkeys(data["mask"]))
     fig, axes = plt.subplots(1, len(masks), figsize=(4 * len(masks), 3.6), sharey=True, squeeze=False)
     styles = {"sgd_wd": "-", "adamw": "--"}
+    colours = dict(zip(sorted(set(data["framework"])), plt.get_cmap("tab10").colors))
     for ax, mask in zip(axes[0], masks):
         part = data[data["mask"] == mask]
         for (framework, optimizer), line in part.groupby(["framework", "optimizer"]):
             line = line.sort_values("fraction")
             ax.plot(line["fraction"], line["value"], styles.get(optimizer, ":"), marker="o",
-                    label=f"{framework} {optimizer}")
+                    color=colours[framework], label=f"{framework} {optimizer}")
         ax.plot([0, 1], [1, 0], "k:", label="ideal (1 - fraction)")
         ax.set_title(mask)
         ax.set_xlabel("masked fraction")

@@ -1,0 +1,59 @@
+"""The built report in a real browser: headless Chromium (Debian's package) renders it offline.
+
+Checks the DOM Chromium produced, one row per case and one column per framework, the benchmark
+plot, and saves a screenshot (reports/screenshot.png, or $CONFORMANCE_SCREENSHOT).
+Set CONFORMANCE_REPORT to a built index.html to check that page instead of a synthetic one.
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conformance.report import build
+from conftest import INSTANCES, write_asv
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium(*args):
+    assert CHROMIUM, "Chromium not found: install Debian's chromium package (tox -e browser does)"
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.fixture
+def page(report_dir, tmp_path):
+    if os.environ.get("CONFORMANCE_REPORT"):
+        return Path(os.environ["CONFORMANCE_REPORT"]).resolve()
+    bench = tmp_path / "asv"
+    bench.mkdir()
+    write_asv(bench, [1.0, 1.0, 0.2, 0.9, 1.0, 1.0, 1.0, 1.0] + [None] * 8)
+    return build(report_dir / "results", report_dir, bench_dir=bench).resolve()
+
+
+def test_report_renders_in_chromium(page):
+    dom = chromium("--dump-dom", page.as_uri())
+    matrix = dom.split('id="matrix"', 1)[1].split("<h2", 1)[0]
+    rows = re.findall(r'<tr class="case-row" data-case="([^"]+)"', matrix)
+    if not os.environ.get("CONFORMANCE_REPORT"):
+        assert rows == [i.id for i in INSTANCES]
+    assert len(rows) == len(set(rows)) > 0
+    header = matrix.split("</tr>", 1)[0]
+    assert re.findall(r'<th class="fw">(\w+)', header) == ["torch", "paddle", "mindspore", "tensorflow"]
+    for row in matrix.split('<tr class="case-row"')[1:]:  # a row runs to the next one (cells nest tables)
+        assert row.count('<td class="cell ') == 4
+    assert re.search(r'<img class="bench" id="bench-plot"[^>]*src="data:image/png;base64,', dom)
+
+    shot = Path(os.environ.get("CONFORMANCE_SCREENSHOT", "reports/screenshot.png")).resolve()
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    chromium("--window-size=1400,2400", f"--screenshot={shot}", page.as_uri())
+    assert shot.stat().st_size > 10_000
