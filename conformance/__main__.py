@@ -66,6 +66,24 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_repro(args) -> int:
+    """One instance in this process, printed step by step beside the reference (no isolation)."""
+    from .reference import ReferenceRunner
+    from .runners import load_adapter
+    from .scenario import observe
+    from .verdict import trace
+    chosen = _select(load_spec(args.spec), None, [args.case])
+    if len(chosen) > 1:
+        raise UsageError(f"{args.case!r} has {len(chosen)} instances; name one, e.g. {chosen[0].id!r}")
+    instance = chosen[0]
+    adapter = load_adapter(args.adapter or adapter_path(args.framework), args.framework)
+    runner = adapter(args.device, args.mode)
+    print(f"{instance.id} on {args.framework} {adapter.version()} ({args.device}, {runner.mode})")
+    print(f"  {instance.case.title}  [{instance.source}]")
+    print(trace(instance, observe(runner, instance.case), observe(ReferenceRunner(), instance.case)))
+    return 0
+
+
 def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
     """The results file a --resume / --only-errors run continues; it must match this run."""
     flag = "--resume" if args.resume else "--only-errors"
@@ -195,13 +213,19 @@ def main(argv=None) -> int:
                        help="keep the finished cases of the results file at --out, run the rest")
     again.add_argument("--only-errors", action="store_true",
                        help="re-run only the cases recorded as error in the results file at --out")
+    p_repro = sub.add_parser("repro", help="run one instance in-process and print it step by step")
+    p_repro.add_argument("case", metavar="ID", help="instance id (or a base id with a single instance)")
+    p_repro.add_argument("--framework", required=True, choices=FRAMEWORKS)
+    p_repro.add_argument("--device", default="cpu", choices=DEVICES)
+    p_repro.add_argument("--mode", default="eager", choices=MODES)
+    p_repro.add_argument("--adapter", metavar="MODULE:CLASS", help="adapter class to use instead")
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")
     p_report.add_argument("--results", type=Path, default=Path("reports/results"), help="results folder")
     p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")
     p_report.add_argument("--out", type=Path, default=Path("reports"), help="where index.html goes")
     args = parser.parse_args(argv)
     try:
-        return {"list": cmd_list, "run": cmd_run, "report": cmd_report}[args.command](args)
+        return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report}[args.command](args)
     except (SpecError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

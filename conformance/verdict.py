@@ -112,3 +112,26 @@ def failure_summary(checks: list[Check]) -> str:
     first = failed[0]
     more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
     return f"{first.check}: expected {first.expected}, observed {first.observed}{more}"
+
+
+def trace(instance: Instance, obs: Observation, ref: Observation) -> str:
+    """Step-by-step account of one run beside the reference, then its checks (for `repro`)."""
+    def grad(g):
+        return grad_state(g) if g is None or not np.any(g) else f"{np.max(np.abs(g)):.2e}"
+
+    def moved(now, before):
+        return "-" if np.array_equal(now, before) else f"{np.max(np.abs(now - before)):.2e}"
+
+    lines, steps = [], instance.case.steps
+    path_of = [s.path for s in steps for _ in range(s.repeat)]
+    lines.append(f"optimizer holds: {', '.join(obs.optimizer_params) or '(nothing)'}")
+    for i, (o, r) in enumerate(zip(obs.steps, ref.steps)):
+        lines.append(f"step {i}  path {'>'.join(path_of[i])}  loss {o.loss:.6g} (reference {r.loss:.6g})")
+        lines.append(f"  {'parameter':24} {'|grad| max':>12} {'reference':>12} {'|moved| max':>12} {'reference':>12}")
+        for name in o.values:
+            lines.append(f"  {name:24} {grad(o.grads[name]):>12} {grad(r.grads[name]):>12} "
+                         f"{moved(o.values[name], obs.before(i)[name]):>12} {moved(r.values[name], ref.before(i)[name]):>12}")
+    lines.append("checks:")
+    for c in evaluate(instance, obs, ref):
+        lines.append(f"  {'ok  ' if c.held else 'FAIL'} {c.check}: expected {c.expected}, observed {c.observed}")
+    return "\n".join(lines)

@@ -64,3 +64,12 @@ def test_missing_framework_names_tox_env(capsys, monkeypatch):
     monkeypatch.setitem(runners.ADAPTERS, "torch", "conformance_no_such_module.x:Runner")
     code, out, err = run(capsys, "run", "--framework", "torch")
     assert code == 3 and "tox -e torch" in err and len(err.strip().splitlines()) == 1
+
+
+def test_repro_prints_steps_and_checks(capsys):
+    code, out, err = run(capsys, "repro", "seed-1-decay-moves-unused-layer[sgd]", "--framework", "reference")
+    assert code == 0, err
+    assert "step 1  path second" in out and "first.weight" in out
+    assert "ok   value first.weight @ step 1: expected unchanged, observed unchanged" in out
+    code, out, err = run(capsys, "repro", "seed-1-decay-moves-unused-layer", "--framework", "reference")
+    assert code == 2 and "has 4 instances" in err
