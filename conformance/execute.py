@@ -60,7 +60,7 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
         return CaseRecord(**record, verdict=kind, reason=payload)
     checks = evaluate(instance, payload, reference)
     held = all(c.held for c in checks)
-    entry = None if held else documented_by(instance.id, version, known)
+    entry = None if held else documented_by(instance, version, known, checks)
     return CaseRecord(**record, verdict="conform" if held else "divergence",
                       reason=None if held else failure_summary(checks),
                       documented=Documented(reason=entry.reason, link=str(entry.link)) if entry else None,

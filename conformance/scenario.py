@@ -57,7 +57,9 @@ def initial_values(case: Case) -> dict[str, np.ndarray]:
         elif role == "bias":
             value = 0.1 * rng.normal(size=width)
         else:
-            value = np.zeros(width) if role == "running_mean" else np.ones(width)
+            # non-trivial running statistics: eval-mode cases then test their use without a
+            # train step first, so they do not depend on the variance estimator of the update
+            value = 0.2 * rng.normal(size=width) if role == "running_mean" else 1.0 + 0.5 * rng.random(width)
         out[name] = value.astype(np.float32)
     return out
 

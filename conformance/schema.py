@@ -201,7 +201,7 @@ ValueCheck = Literal["unchanged", "changed", "reference"]
 
 
 class Expect(_Strict):
-    step: Union[int, Literal["all", "last"], None] = None
+    step: Union[int, list[int], Literal["all", "last"], None] = None
     grad: dict[str, GradCheck] = {}
     value: dict[str, ValueCheck] = {}
     loss: Literal["reference"] | None = None
@@ -265,8 +265,9 @@ class Case(_Strict):
         if n_steps > 1000:
             raise ValueError(f"{n_steps} steps after repeat; at most 1000")
         for e in self.expect:
-            if isinstance(e.step, int) and not -n_steps <= e.step < n_steps:
-                raise ValueError(f"step {e.step} out of range: the case has {n_steps} steps")
+            for step in e.step if isinstance(e.step, list) else [e.step]:
+                if isinstance(step, int) and not -n_steps <= step < n_steps:
+                    raise ValueError(f"step {step} out of range: the case has {n_steps} steps")
         return self
 
 
@@ -353,16 +354,24 @@ def spec_hash(spec_dir: Path = SPEC_DIR) -> str:
 
 
 class KnownDivergence(_Strict):
-    case: str                 # case id, instance id or fnmatch pattern over instance ids
+    case: str                 # base id, instance id, or fnmatch pattern over instance ids
     versions: str = ""        # PEP 440 specifier over the framework version; empty: all
+    # fnmatch patterns over failed check labels (e.g. "value bn.running_var *"); when given, a
+    # divergence is documented only if every failed check matches one: another failure stays news
+    checks: list[str] = []
+    when: dict[str, Union[str, list[str]]] = {}  # only instances with these matrix values
     reason: str
     link: HttpUrl
 
-    def matches(self, instance_id: str, version: str) -> bool:
+    def matches(self, instance_id: str, version: str, failed_checks: list[str] = (), axes: dict = {}) -> bool:
         from packaging.specifiers import SpecifierSet
         from packaging.version import Version
         base = instance_id.split("[")[0]
-        if not (fnmatch.fnmatchcase(instance_id, self.case) or self.case == base):
+        if self.case not in (instance_id, base) and not fnmatch.fnmatchcase(instance_id, self.case):
+            return False
+        if not all(axes.get(axis) in ([want] if isinstance(want, str) else want) for axis, want in self.when.items()):
+            return False
+        if self.checks and not all(any(fnmatch.fnmatchcase(c, p) for p in self.checks) for c in failed_checks):
             return False
         return not self.versions or Version(version) in SpecifierSet(self.versions, prereleases=True)
 

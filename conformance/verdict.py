@@ -48,7 +48,7 @@ def _steps(spec_step, n: int) -> list[int]:
         return list(range(n))
     if spec_step == "last":
         return [n - 1]
-    return [spec_step % n]
+    return [s % n for s in (spec_step if isinstance(spec_step, list) else [spec_step])]
 
 
 def _applies(when: dict, axes: dict) -> bool:
@@ -57,7 +57,8 @@ def _applies(when: dict, axes: dict) -> bool:
 
 def _over_steps(label, expected, steps, one) -> Check:
     """Run `one(step) -> (held, observed)` at each step; report the first failure, if any."""
-    where = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}"
+    where = f"step {steps[0]}" if len(steps) == 1 else (
+        f"steps {steps[0]}-{steps[-1]}" if steps == list(range(steps[0], steps[-1] + 1)) else f"steps {steps}")
     for step in steps:
         held, observed = one(step)
         if not held:
@@ -103,8 +104,10 @@ def evaluate(instance: Instance, obs: Observation, ref: Observation) -> list[Che
     return checks
 
 
-def documented_by(instance_id: str, version: str, known: list[KnownDivergence]) -> KnownDivergence | None:
-    return next((entry for entry in known if entry.matches(instance_id, version)), None)
+def documented_by(instance: Instance, version: str, known: list[KnownDivergence],
+                  checks: list[Check]) -> KnownDivergence | None:
+    failed = [c.check for c in checks if not c.held]
+    return next((entry for entry in known if entry.matches(instance.id, version, failed, instance.axes)), None)
 
 
 def failure_summary(checks: list[Check]) -> str:

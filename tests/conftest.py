@@ -56,3 +56,9 @@ def write_asv(root, values):
         "results": {name: [values, params]}}))
 
 
+
+
+def stale_known_entries(doc, known):
+    """Known-divergence entries that documented nothing in this run: outdated, or mistyped."""
+    used = {(c.documented.reason, c.documented.link) for c in doc.cases if c.documented}
+    return [entry.case for entry in known if (entry.reason, str(entry.link)) not in used]

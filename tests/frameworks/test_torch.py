@@ -11,7 +11,8 @@ from conformance.__main__ import main
 from conformance.runners.base import Unavailable
 from conformance.runners.torch import TorchRunner
 from conformance.scenario import observe
-from conformance.schema import SPEC_DIR, load_spec
+from conformance.schema import SPEC_DIR, load_known, load_spec
+from conftest import stale_known_entries
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
 
@@ -115,3 +116,4 @@ def test_full_run(tmp_path, capsys):
     assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
     undocumented = [c.id for c in doc.cases if c.verdict == "divergence" and not c.documented]
     assert not undocumented, f"confirm and document these torch divergences: {undocumented}"
+    assert not stale_known_entries(doc, load_known("torch")), "known/torch.yaml documents nothing for these"

@@ -72,7 +72,7 @@ class DetachIgnored(ReferenceRunner):
 @pytest.mark.parametrize("mutant, must_catch", [
     (ZeroFillingClear, ["seed-1-decay-moves-unused-layer[sgd]", "unused-param-grad[default]",
                         "momentum-stops-with-gradient[momentum,default]"]),
-    (BiasedRunningVar, ["bn-running-var-unbiased", "seed-4-bn-stats-not-regularized[sgd,default]"]),
+    (BiasedRunningVar, ["bn-running-var-unbiased"]),
     (CoupledAdamW, ["decoupled-adamw-numerics", "seed-1-decay-moves-unused-layer[adamw]"]),
     (ListsNotRegistered, ["seed-2-plain-list-sublayers", "plain-containers-register[plain_list]"]),
     (DecayEverything, ["seed-4-bn-stats-not-regularized[sgd,all]", "decay-skips-frozen-param[sgd,default]",
@@ -85,6 +85,12 @@ def test_mutant_semantics_are_caught(mutant, must_catch):
         assert results[case_id].verdict == "divergence", case_id
         assert results[case_id].documented is None
         assert any(not c.held for c in results[case_id].checks)
+
+
+def test_variance_estimator_is_a_single_question():
+    """Only the case that asks about it depends on the running-variance estimator."""
+    diverging = {k for k, r in verdicts(BiasedRunningVar).items() if r.verdict != "conform"}
+    assert diverging == {"bn-running-var-unbiased"}
 
 
 def test_known_divergence_becomes_documented():

@@ -152,6 +152,20 @@ def test_known_entry_matching(tmp_path):
     assert second.matches("b-x[sgd,none]", "0.1") and not second.matches("b-x[adam]", "0.1")
 
 
+def test_known_entry_exact_instance_id_and_checks(tmp_path):
+    (tmp_path / "fw.yaml").write_text("divergences:\n  - {case: 'c[sgd,default]', reason: r, link: https://e.org,\n"
+                                      "     checks: ['value bn.running_var @ *']}\n")
+    (entry,) = load_known("fw", tmp_path)
+    assert entry.matches("c[sgd,default]", "1", ["value bn.running_var @ step 0"])
+    assert not entry.matches("c[sgd,none]", "1", ["value bn.running_var @ step 0"])
+    assert not entry.matches("c[sgd,default]", "1", ["value bn.running_var @ step 0", "grad a.weight @ step 1"])
+    (tmp_path / "fw.yaml").write_text("divergences:\n  - {case: c, when: {clear: [default, zeros]}, reason: r, "
+                                      "link: https://e.org}\n")
+    (entry,) = load_known("fw", tmp_path)
+    assert entry.matches("c[sgd,zeros]", "1", [], {"optimizer": "sgd", "clear": "zeros"})
+    assert not entry.matches("c[sgd,none]", "1", [], {"optimizer": "sgd", "clear": "none"})
+
+
 def test_shipped_spec_is_valid_and_complete():
     instances = load_spec(SPEC_DIR)
     base = {i.case.id for i in instances}
