@@ -1,0 +1,206 @@
+"""MindSpore adapter: the code a MindSpore user writes (PyNative mode).
+
+    net = Net()                                    # an nn.Cell holding nn.Dense / nn.BatchNorm1d
+    optimizer = nn.Momentum(net.trainable_params(), learning_rate, momentum)
+    grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters)
+    net.set_train(); loss, grads = grad_fn(x, t); optimizer(grads)
+
+Gradients are functional: each `grad_fn` call returns a fresh tuple, one tensor per optimizer
+parameter, and nothing is stored on the parameters. So "default" clearing is no call at all (the
+next step simply uses the tuple it gets), and a step without clearing accumulates the way the
+MindSpore docs do it (the tutorial's `Accumulator`: add each returned tuple into a buffer, reset
+the buffer to zeros after the update); "zeros" is that reset. There is no None gradient to clear to:
+`optimizer(grads)` needs a tensor for every parameter, so the `none` variant is Unsupported.
+What `grads()` reports is that tuple, as the framework returned it; a parameter outside the
+optimizer's collection gets no gradient from this code and is reported as None.
+
+Conventions translated (not judged): nn.Dense keeps its weight as (out, in), exchanged as
+(in, out); nn.BatchNorm1d's momentum is the weight of the OLD statistic, so a neutral momentum m
+becomes 1 - m; gamma/beta/moving_mean/moving_variance are weight/bias/running_mean/running_var.
+Weight decay is each optimizer's own `weight_decay` (a plain parameter list, MindSpore's default,
+unless per-parameter coefficients ask for parameter groups); adam is nn.Adam, adamw is
+nn.AdamWeightDecay (MindSpore's mapping of torch.optim.AdamW). Clipping is ops.clip_by_global_norm on
+the gradient tuple before optimizer(grads).
+
+Only PyNative ("eager") is offered: under GRAPH_MODE the same code compiles a graph per step path
+(about 3x slower here), fails on the unregistered Cells of the plain-container cases and keeps a
+stale train/eval graph, so it would not observe the same program.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import mindspore as ms
+from mindspore import nn, ops
+
+from .base import Runner, Unavailable, Unsupported
+from ..schema import Model, Optimizer, param_names
+
+TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
+ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean", "running_var": "moving_variance"}
+
+
+class Net(nn.Cell):
+    """The model Cell. Its layers are attributes (or sit in a container attribute); a step's
+    layer path varies, so the runner calls them in order rather than through one construct."""
+
+
+class MindSporeRunner(Runner):
+    framework = "mindspore"
+    devices = ("cpu", "cuda", "ascend")
+
+    def __init__(self, device: str = "cpu", mode: str = "eager"):
+        super().__init__(device, mode)
+        target = TARGETS[device]
+        if not ms.hal.is_available(target):
+            raise Unavailable(f"--device {device}: mindspore {ms.__version__} has no {target} backend here "
+                              f"(mindspore.hal.is_available({target!r}) is False)")
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        ms.set_device(target)
+
+    @staticmethod
+    def version() -> str:
+        return str(ms.__version__)
+
+    # ------------------------------------------------------------ model
+    def build(self, model: Model, values):
+        self.model = model
+        layers = {}
+        for name, spec in model.layers.items():
+            if spec.linear:
+                layers[name] = nn.Dense(*spec.linear, has_bias=spec.bias)
+            elif spec.batchnorm:
+                layers[name] = nn.BatchNorm1d(spec.batchnorm, eps=spec.eps, momentum=1.0 - spec.momentum)
+        for name, spec in model.layers.items():
+            if spec.tie:
+                layers[name] = layers[spec.tie]  # the same Cell object: weight sharing
+        self.layers = layers
+        net = Net()
+        held = [layers[n] for n in model.contained]
+        container = {
+            "attributes": None,
+            "framework_list": lambda: nn.CellList(held),
+            "plain_list": lambda: list(held),
+            "framework_dict": lambda: nn.CellDict(dict(zip(model.contained, held))),
+            "plain_dict": lambda: dict(zip(model.contained, held)),
+            "plain_tuple": lambda: tuple(held),
+        }[model.container]
+        for name, layer in layers.items():
+            if container is None or name not in model.contained:
+                setattr(net, name, layer)  # Cell.__setattr__ registers it and prefixes its parameter names
+        if container is not None:
+            net.blocks = container()
+        self.net = net
+        self.params = {}
+        for name in param_names(model):
+            layer, role = name.split(".")
+            cell = layers[layer]
+            self.params[name] = getattr(cell, role if model.layers[layer].linear else ROLES[role])
+        for name, param in self.params.items():
+            param.set_data(ms.Tensor(self._to_ms(name, values[name])))
+        for name in model.frozen:
+            for pname, param in self.params.items():
+                if pname == name or pname.startswith(name + "."):
+                    param.requires_grad = False
+        self.names = {id(p): n for n, p in self.params.items()}
+        self.acc = None  # the gradient tuple the next optimizer(grads) gets
+
+    def _is_linear_weight(self, name):
+        layer, role = name.split(".")
+        return role == "weight" and self.model.layers[layer].linear is not None
+
+    def _to_ms(self, name, array):
+        return np.ascontiguousarray(array.T) if self._is_linear_weight(name) else array
+
+    # ------------------------------------------------------------ optimizer
+    def make_optimizer(self, optimizer: Optimizer):
+        if optimizer.params == "default":
+            params = self.net.trainable_params()
+        elif optimizer.params == "all":
+            params = self.net.get_parameters()  # BatchNorm moving statistics included
+        else:
+            params = [self.params[n] for n in optimizer.params]
+        params = list(params)
+        if optimizer.regularizers:  # per-parameter decay: MindSpore's parameter groups
+            special = [p for p in params if self.names.get(id(p)) in optimizer.regularizers]
+            groups = [{"params": [p for p in params if all(p is not s for s in special)]}]
+            groups += [{"params": [p], "weight_decay": optimizer.regularizers[self.names[id(p)]]} for p in special]
+            params = [g for g in groups if g["params"]]
+        kw = dict(learning_rate=optimizer.lr, weight_decay=optimizer.weight_decay)
+        if optimizer.name == "sgd":
+            self.opt = nn.SGD(params, **kw)
+        elif optimizer.name == "momentum":
+            self.opt = nn.Momentum(params, momentum=optimizer.momentum, **kw)
+        else:
+            cls = nn.Adam if optimizer.name == "adam" else nn.AdamWeightDecay
+            b1, b2 = optimizer.betas
+            self.opt = cls(params, beta1=b1, beta2=b2, eps=optimizer.eps, **kw)
+        self.clip = optimizer.clip_global_norm
+        self.grad_fns = {}
+
+    def optimizer_params(self):
+        return [self.names.get(id(p), f"<{p.name}>") for p in self.opt.parameters]
+
+    # ------------------------------------------------------------ steps
+    def _forward_fn(self, path):
+        layers, detach = [self.layers[n] for n in path], [n in self.model.detach_after for n in path]
+
+        def forward_fn(x, t):
+            y = x
+            for layer, stop in zip(layers, detach):
+                y = layer(y)
+                if stop:
+                    y = ops.stop_gradient(y)
+            return ((y - t) ** 2).mean()
+        return forward_fn
+
+    def forward(self, path, x, target, train, backward):
+        self.net.set_train(train)  # reaches only the Cells the net registered, as in user code
+        x, t = ms.Tensor(x), ms.Tensor(target)
+        key = tuple(path)
+        if not backward:
+            return float(self._forward_fn(path)(x, t).asnumpy())
+        if key not in self.grad_fns:
+            self.grad_fns[key] = ms.value_and_grad(self._forward_fn(path), None, self.opt.parameters)
+        loss, grads = self.grad_fns[key](x, t)
+        # no clear since the last grads: accumulate by adding the returned tuples (the documented way)
+        self.acc = grads if self.acc is None else tuple(a + g for a, g in zip(self.acc, grads))
+        return float(loss.asnumpy())
+
+    def clear_grads(self, mode):
+        if mode == "default":
+            self.acc = None  # nothing to call: the next grad_fn returns a fresh tuple
+        elif mode == "zeros":
+            self.acc = tuple(ops.zeros_like(p) for p in self.opt.parameters)  # the accumulator's reset
+        else:
+            raise Unsupported("MindSpore has no None gradient to clear to: value_and_grad returns a tensor "
+                              "for every weight and optimizer(grads) needs one per parameter")
+
+    def update(self):
+        if self.acc is None:
+            raise Unsupported("an update without a backward pass since clearing: MindSpore has no "
+                              "gradient tuple to hand optimizer(grads)")
+        grads = self.acc
+        if self.clip is not None:
+            grads = ops.clip_by_global_norm(grads, self.clip)
+        self.opt(grads)
+
+    # ------------------------------------------------------------ reading back
+    def _numpy(self, name, tensor):
+        array = tensor.asnumpy().astype(np.float64)
+        return array.T if self._is_linear_weight(name) else array
+
+    def grads(self):
+        out = dict.fromkeys(self.params)
+        if self.acc is not None:
+            for param, grad in zip(self.opt.parameters, self.acc):
+                name = self.names.get(id(param))
+                if name is not None:
+                    out[name] = self._numpy(name, grad)
+        return out
+
+    def values(self):
+        return {n: self._numpy(n, p) for n, p in self.params.items()}
+
+    def trainable(self):
+        return {n: bool(p.requires_grad) for n, p in self.params.items()}

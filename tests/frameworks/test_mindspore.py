@@ -1,0 +1,399 @@
+"""MindSpore: the semantics the adapter observes match MindSpore's own documentation, the adapter is
+faithful to hand-written MindSpore code, the full run works, and seed 3 reproduces in its original
+shape (a Cell with conv1 -> stop_gradient -> conv2 -> conv3, or conv1 frozen with requires_grad=False),
+agreeing with the suite's verdict.
+
+Runs in the `mindspore` tox env only (mindspore and numpy<2 are installed there alone). Each divergence
+of the run was confirmed by a standalone MindSpore snippet; the tests below carry the same checks, so
+the confirmation lives in the repository too.
+"""
+import numpy as np
+import pytest
+
+import mindspore as ms
+from mindspore import Parameter, Tensor, nn, ops
+
+from conformance import results
+from conformance.__main__ import main
+from conformance.execute import run_instance
+from conformance.runners.base import Unavailable, Unsupported
+from conformance.runners.mindspore import MindSporeRunner
+from conformance.scenario import batch, initial_values, observe
+from conformance.schema import SPEC_DIR, load_known, load_spec
+from conftest import stale_known_entries
+
+SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
+KNOWN = load_known("mindspore")
+RUNNER = MindSporeRunner("cpu")  # one per process: it sets MindSpore's context and device
+
+
+def suite_record(instance_id):
+    """The suite's verdict for one instance, run in-process on the mindspore adapter."""
+    return run_instance(RUNNER, SPEC[instance_id], ms.__version__, KNOWN)
+
+
+def tensors(*shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [Tensor(rng.normal(size=s).astype(np.float32)) for s in shapes]
+
+
+class Two(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.a, self.spare, self.b = nn.Dense(4, 4), nn.Dense(4, 4), nn.Dense(4, 2)
+
+
+def grads_by_name(opt, grads):
+    return {p.name: g.asnumpy() for p, g in zip(opt.parameters, grads)}
+
+
+# ---------------------------------------------------------------- MindSpore's documented semantics
+@pytest.mark.parametrize("make_opt", [
+    lambda p: nn.SGD(p, learning_rate=0.1, weight_decay=0.01),
+    lambda p: nn.Momentum(p, learning_rate=0.1, momentum=0.9),
+    lambda p: nn.Adam(p, learning_rate=0.1),
+], ids=["sgd_wd", "momentum", "adam"])
+def test_unused_layer_gets_zero_grad_and_keeps_moving(make_opt):
+    # mindspore#309 (maintainer: such layers "will still receive gradient updates"); seed 1
+    net = Two()
+    opt = make_opt(net.trainable_params())
+    full = ms.value_and_grad(lambda x, t: ((net.b(net.a(x)) - t) ** 2).mean(), None, opt.parameters)
+    head = ms.value_and_grad(lambda x, t: ((net.b(x) - t) ** 2).mean(), None, opt.parameters)
+    x, t = tensors((8, 4), (8, 2))
+    opt(full(x, t)[1])
+    before = net.a.weight.asnumpy().copy()
+    _, grads = head(x, t)  # layer a is not used in this step
+    g = grads_by_name(opt, grads)
+    assert not np.any(g["a.weight"]) and not np.any(g["spare.weight"])  # zeros, never None
+    opt(grads)
+    assert not np.array_equal(before, net.a.weight.asnumpy())
+
+
+def test_stop_gradient_gives_zero_gradient_and_decay_moves_upstream():
+    # docs (ops.stop_gradient): "return a zero gradient because x is effectively treated as a constant"
+    net = Two()
+    opt = nn.SGD(net.trainable_params(), learning_rate=0.1, weight_decay=0.01)
+    grad_fn = ms.value_and_grad(lambda x, t: ((net.b(ops.stop_gradient(net.a(x))) - t) ** 2).mean(),
+                                None, opt.parameters)
+    before = net.a.weight.asnumpy().copy()
+    _, grads = grad_fn(*tensors((8, 4), (8, 2)))
+    assert not np.any(grads_by_name(opt, grads)["a.weight"])
+    opt(grads)
+    np.testing.assert_allclose(net.a.weight.asnumpy(), before * (1 - 0.1 * 0.01), rtol=1e-6)
+
+
+def test_requires_grad_false_is_front_end_only():
+    # docs (Parameter mapping): requires_grad=False only changes how the parameter is presented;
+    # handed to an optimizer (explicitly, or via get_parameters) it gets a zero gradient and decays
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.a, self.bn, self.b = nn.Dense(4, 4), nn.BatchNorm1d(4), nn.Dense(4, 2)
+    net = Net()
+    net.a.weight.requires_grad = False
+    assert "a.weight" not in [p.name for p in net.trainable_params()]
+    net.bn.moving_mean.set_data(Tensor(np.full(4, 0.5, np.float32)))
+    opt = nn.SGD(net.get_parameters(), learning_rate=0.1, weight_decay=0.1)
+    assert {"a.weight", "bn.moving_mean", "bn.moving_variance"} <= {p.name for p in opt.parameters}
+    grad_fn = ms.value_and_grad(lambda x, t: ((net.b(net.bn(net.a(x))) - t) ** 2).mean(), None, opt.parameters)
+    net.set_train(False)  # eval: BatchNorm itself leaves its statistics alone
+    w0 = net.a.weight.asnumpy().copy()
+    _, grads = grad_fn(*tensors((8, 4), (8, 2)))
+    g = grads_by_name(opt, grads)
+    assert not np.any(g["a.weight"]) and not np.any(g["bn.moving_mean"])
+    opt(grads)
+    np.testing.assert_allclose(net.a.weight.asnumpy(), w0 * (1 - 0.1 * 0.1), rtol=1e-6)
+    np.testing.assert_allclose(net.bn.moving_mean.asnumpy(), 0.5 * (1 - 0.1 * 0.1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_gamma_beta_are_exempt_from_weight_decay_unless_grouped(grouped):
+    # docs (nn.Momentum, nn.SGD ...): "If parameters are not grouped, the weight_decay in optimizer will
+    # be applied on the network parameters without 'beta' or 'gamma' in their names"
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm1d(4)
+    net = Net()
+    net.bn.gamma.set_data(Tensor(np.full(4, 2.0, np.float32)))
+    params = net.trainable_params()
+    opt = nn.SGD([{"params": params}] if grouped else params, learning_rate=0.1, weight_decay=0.5)
+    opt(tuple(ops.zeros_like(p) for p in opt.parameters))  # a zero gradient: only decay can move it
+    assert net.bn.gamma.asnumpy()[0] == pytest.approx(1.9 if grouped else 2.0)
+
+
+def test_adam_weight_decay_has_no_bias_correction():
+    # docs (nn.AdamWeightDecay): w <- w - lr * (m / (sqrt(v) + eps) + wd * w), m and v uncorrected
+    lr, b1, b2, eps, wd = 0.05, 0.9, 0.999, 1e-8, 0.1
+    g = np.array([0.3, -0.2, 1e-3, 2.0], np.float32)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.w = Parameter(Tensor(np.ones(4, np.float32)), name="w")
+    net = Net()
+    opt = nn.AdamWeightDecay(net.trainable_params(), learning_rate=lr, beta1=b1, beta2=b2, eps=eps, weight_decay=wd)
+    opt((Tensor(g),))
+    m, v = (1 - b1) * g.astype(np.float64), (1 - b2) * g.astype(np.float64) ** 2
+    np.testing.assert_allclose(net.w.asnumpy(), 1 - lr * (m / (np.sqrt(v) + eps) + wd), rtol=1e-5)
+
+
+def test_adam_adds_eps_before_the_bias_correction():
+    # docs (ops.Adam, the primitive nn.Adam runs): lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t),
+    # w -= lr_t * m / (sqrt(v) + eps); the nn.Adam page shows eps added to sqrt(v_hat) instead
+    lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
+    g = np.array([1e-3, 1e-5, 1e-7, 1.0], np.float32)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.w = Parameter(Tensor(np.zeros(4, np.float32)), name="w")
+    net = Net()
+    nn.Adam(net.trainable_params(), learning_rate=lr, beta1=b1, beta2=b2, eps=eps)((Tensor(g),))
+    step = -net.w.asnumpy().astype(np.float64)
+    m, v = (1 - b1) * g.astype(np.float64), (1 - b2) * g.astype(np.float64) ** 2
+    np.testing.assert_allclose(step, lr * np.sqrt(1 - b2) / (1 - b1) * m / (np.sqrt(v) + eps), rtol=1e-5)
+    textbook = lr * (m / (1 - b1)) / (np.sqrt(v / (1 - b2)) + eps)
+    assert not np.allclose(step, textbook, rtol=1e-4)  # small gradients take visibly smaller steps
+
+
+@pytest.mark.parametrize("kind", ["list", "dict", "tuple", "CellList", "CellDict"])
+def test_plain_containers_are_not_registered(kind):
+    # docs (nn.CellList): "cells it contains are properly registered, and will be visible by all Cell methods"
+    registered = kind.startswith("Cell")
+    wrap = {"list": list, "tuple": tuple, "CellList": nn.CellList, "dict": lambda b: dict(zip("ab", b)),
+            "CellDict": lambda b: nn.CellDict(dict(zip("ab", b)))}[kind]
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.blocks = wrap([nn.Dense(4, 4), nn.BatchNorm1d(4)])
+            self.head = nn.Dense(4, 2)
+    net = Net()
+    assert len(net.trainable_params()) == (6 if registered else 2)
+    net.set_train(True)
+    bn = list(net.blocks.values() if kind in ("dict", "CellDict") else net.blocks)[1]
+    assert bn.training == registered  # a Cell starts with training=False; set_train misses plain containers
+
+
+def test_batchnorm_momentum_convention():
+    # docs (BatchNorm1d mapping): MindSpore's momentum weighs the old value: torch momentum 0.1 is 0.9 here;
+    # the running variance is unbiased
+    bn = nn.BatchNorm1d(1, momentum=0.9)
+    bn.set_train(True)
+    bn(Tensor(np.array([[1.0], [3.0]], np.float32)))
+    assert bn.moving_mean.asnumpy()[0] == pytest.approx(0.2)
+    assert bn.moving_variance.asnumpy()[0] == pytest.approx(1.1)
+
+
+# ---------------------------------------------------------------- the adapter is faithful
+def _load(dense, init, name):
+    dense.weight.set_data(Tensor(np.ascontiguousarray(init[f"{name}.weight"].T)))  # (in, out) -> (out, in)
+    dense.bias.set_data(Tensor(init[f"{name}.bias"]))
+
+
+def test_adapter_is_faithful_to_plain_mindspore_code():
+    """seed-1 through the adapter equals the same schedule written by hand in MindSpore."""
+    case = SPEC["seed-1-decay-moves-unused-layer[momentum]"].case
+    obs = observe(MindSporeRunner("cpu"), case)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.first, self.second = nn.Dense(4, 4), nn.Dense(4, 2)
+    net = Net()
+    init = initial_values(case)
+    _load(net.first, init, "first")
+    _load(net.second, init, "second")
+    opt = nn.Momentum(net.trainable_params(), learning_rate=0.1, momentum=0.9, weight_decay=0.0005)
+    net.set_train()
+    for index, path in enumerate([[net.first, net.second], [net.second]]):
+        def forward_fn(x, t):
+            for layer in path:
+                x = layer(x)
+            return ((x - t) ** 2).mean()
+        x, t = batch(case, index, case.steps[index].path)
+        loss, grads = ms.value_and_grad(forward_fn, None, opt.parameters)(Tensor(x), Tensor(t))
+        opt(grads)
+        assert obs.steps[index].loss == float(loss.asnumpy())
+    np.testing.assert_array_equal(obs.steps[-1].values["first.weight"], net.first.weight.asnumpy().T)
+    np.testing.assert_array_equal(obs.steps[-1].values["second.weight"], net.second.weight.asnumpy().T)
+
+
+def test_adapter_accumulates_as_the_documented_accumulator():
+    """two-backward-accumulate: the adapter's no-clear step equals adding the returned tuples by hand
+    (the MindSpore tutorials' Accumulator), then one optimizer(grads)."""
+    case = SPEC["two-backward-accumulate"].case
+    obs = observe(MindSporeRunner("cpu"), case)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Dense(4, 3), nn.Dense(3, 2)
+    net = Net()
+    init = initial_values(case)
+    _load(net.a, init, "a")
+    _load(net.b, init, "b")
+    opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+    grad_fn = ms.value_and_grad(lambda x, t: ((net.b(net.a(x)) - t) ** 2).mean(), None, opt.parameters)
+    net.set_train()
+    accumulated = None
+    for index in range(2):
+        x, t = batch(case, index, ["a", "b"])
+        _, grads = grad_fn(Tensor(x), Tensor(t))
+        accumulated = grads if accumulated is None else ops.HyperMap()(ops.add, accumulated, grads)
+    opt(accumulated)
+    np.testing.assert_array_equal(obs.steps[1].grads["a.weight"], grads_by_name(opt, accumulated)["a.weight"].T)
+    np.testing.assert_array_equal(obs.steps[1].values["a.weight"], net.a.weight.asnumpy().T)
+
+
+def test_adapter_batchnorm_is_faithful():
+    """bn-custom-momentum-eps: neutral momentum 0.3 / eps 1e-3 is nn.BatchNorm1d(momentum=0.7, eps=1e-3)."""
+    case = SPEC["bn-custom-momentum-eps"].case
+    obs = observe(MindSporeRunner("cpu"), case)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.a, self.bn, self.b = nn.Dense(4, 3), nn.BatchNorm1d(3, eps=1e-3, momentum=0.7), nn.Dense(3, 2)
+    net = Net()
+    init = initial_values(case)
+    _load(net.a, init, "a")
+    _load(net.b, init, "b")
+    for param, name in ((net.bn.gamma, "weight"), (net.bn.beta, "bias"), (net.bn.moving_mean, "running_mean"),
+                        (net.bn.moving_variance, "running_var")):
+        param.set_data(Tensor(init[f"bn.{name}"]))
+    opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+    grad_fn = ms.value_and_grad(lambda x, t: ((net.b(net.bn(net.a(x))) - t) ** 2).mean(), None, opt.parameters)
+    net.set_train()
+    for index in range(3):
+        x, t = batch(case, index, ["a", "bn", "b"])
+        loss, grads = grad_fn(Tensor(x), Tensor(t))
+        opt(grads)
+        assert obs.steps[index].loss == float(loss.asnumpy())
+    np.testing.assert_array_equal(obs.steps[-1].values["bn.running_mean"], net.bn.moving_mean.asnumpy())
+    np.testing.assert_array_equal(obs.steps[-1].values["bn.running_var"], net.bn.moving_variance.asnumpy())
+    np.testing.assert_array_equal(obs.steps[-1].values["a.weight"], net.a.weight.asnumpy().T)
+
+
+def test_clearing_to_none_is_unsupported():
+    with pytest.raises(Unsupported, match="no None gradient"):
+        observe(MindSporeRunner("cpu"), SPEC["unused-param-grad[none]"].case)
+
+
+# ---------------------------------------------------------------- devices and modes
+@pytest.mark.parametrize("device, target", [("cuda", "GPU"), ("ascend", "Ascend")])
+def test_absent_backend_is_unavailable(device, target):
+    if ms.hal.is_available(target):
+        pytest.skip(f"a {target} backend is available here")  # the CLI run covers it: one device per process
+    with pytest.raises(Unavailable, match=f"--device {device}: mindspore .* no {target} backend"):
+        MindSporeRunner(device)
+
+
+def test_cuda_refused_with_one_line(capsys):
+    if ms.hal.is_available("GPU"):
+        pytest.skip("a GPU backend is available here")
+    assert main(["run", "--framework", "mindspore", "--device", "cuda"]) == 3
+    err = capsys.readouterr().err
+    assert "--device cuda" in err and len(err.strip().splitlines()) == 1
+
+
+def test_graph_mode_is_refused_with_one_line(capsys):
+    assert main(["run", "--framework", "mindspore", "--mode", "graph"]) == 3
+    err = capsys.readouterr().err
+    assert "offers --mode eager, not graph" in err and len(err.strip().splitlines()) == 1
+
+
+def test_version_is_a_plain_str():
+    assert type(MindSporeRunner.version()) is str and MindSporeRunner.version() == ms.__version__
+
+
+# ---------------------------------------------------------------- the full run
+# Every MindSpore divergence is documented (known/mindspore.yaml); the only instances it cannot express
+# clear gradients to None, which MindSpore's functional gradients do not have.
+UNDOCUMENTED = set()
+
+
+def test_full_run(tmp_path):
+    out = tmp_path / "mindspore.json"
+    assert main(["run", "--framework", "mindspore", "--out", str(out)]) == 0
+    doc = results.read(out)
+    assert doc.complete and doc.environment.framework_version == ms.__version__
+    assert len(doc.cases) == len(SPEC) and {c.id for c in doc.cases} == set(SPEC)
+    assert all(c.references for c in doc.cases)
+    assert {c.verdict for c in doc.cases} <= {"conform", "divergence", "unsupported"}, "no errors"
+    unsupported = {c.id for c in doc.cases if c.verdict == "unsupported"}
+    assert unsupported == {i for i, inst in SPEC.items() if inst.axes.get("clear") == "none"}
+    assert all("no None gradient" in c.reason for c in doc.cases if c.verdict == "unsupported")
+    assert all(c.checks for c in doc.cases if c.verdict != "unsupported")
+    undocumented = {c.id for c in doc.cases if c.verdict == "divergence" and not c.documented}
+    assert undocumented == UNDOCUMENTED, "confirm new mindspore divergences with a snippet, then document or list them"
+    assert not stale_known_entries(doc, KNOWN), "known/mindspore.yaml documents nothing for these"
+
+
+# ---------------------------------------------------------------- seed 3 in its original shape
+class PrintDemo(nn.Cell):
+    """The report's Cell (MindSpore 易点通, "gradient not propagated back / weights not updated"), smaller."""
+
+    def __init__(self, stop):
+        super().__init__()
+        self.stop = stop
+        self.conv1 = nn.Conv2d(1, 6, kernel_size=4, stride=1, has_bias=False, weight_init="normal", pad_mode="valid")
+        self.conv2 = nn.Conv2d(6, 2, kernel_size=2, pad_mode="valid")
+        self.conv3 = nn.Conv2d(2, 6, kernel_size=2, pad_mode="valid")
+
+    def construct(self, x):
+        x = self.conv1(x)
+        if self.stop:
+            x = ops.stop_gradient(x)
+        return self.conv3(self.conv2(x))
+
+
+@pytest.mark.parametrize("variant", ["stop_gradient", "requires_grad_false"])
+@pytest.mark.parametrize("collection", ["trainable_params", "get_parameters"])
+def test_seed_3_original_shape(variant, collection):
+    ms.set_seed(0)
+    net = PrintDemo(stop=variant == "stop_gradient")
+    if variant == "requires_grad_false":
+        for param in net.trainable_params():  # as in the report
+            param.requires_grad = "conv1" not in param.name
+    params = getattr(net, collection)()
+    opt = nn.Momentum(params, learning_rate=0.01, momentum=0.9)
+    grad_fn = ms.value_and_grad(lambda x, t: ((net(x) - t) ** 2).mean(), None, opt.parameters)
+    net.set_train()
+    x, t = tensors((1, 1, 12, 12), (1, 6, 7, 7))
+    conv1, conv2 = net.conv1.weight.asnumpy().copy(), net.conv2.weight.asnumpy().copy()
+    conv1_grads = []
+    for _ in range(3):
+        _, grads = grad_fn(x, t)
+        conv1_grads += [g.asnumpy() for p, g in zip(opt.parameters, grads) if p is net.conv1.weight]
+        opt(grads)
+    conv1_fixed = np.array_equal(conv1, net.conv1.weight.asnumpy())
+    assert not np.array_equal(conv2, net.conv2.weight.asnumpy())  # the rest trains
+    # conv1 is in the optimizer unless it is frozen and the user hands over trainable_params();
+    # whenever it is, its gradient is zeros (never None)
+    assert len(conv1_grads) == (0 if (variant, collection) == ("requires_grad_false", "trainable_params") else 3)
+    assert not any(np.any(g) for g in conv1_grads)
+    record = suite_record(f"seed-3-stop-gradient-vs-frozen[momentum,{variant}]")
+    conv1_checks = [c for c in record.checks if "conv1.weight" in c.check]
+    assert conv1_checks and all(c.held for c in conv1_checks) == conv1_fixed
+    assert conv1_fixed and record.verdict == "conform"
+
+
+def test_seed_3_frozen_with_decay_through_get_parameters():
+    """The report's requires_grad=False, but the optimizer gets get_parameters() and has weight decay:
+    conv1 moves, as the suite's decay-skips-frozen-param finds."""
+    ms.set_seed(0)
+    net = PrintDemo(stop=False)
+    for param in net.trainable_params():
+        param.requires_grad = "conv1" not in param.name
+    opt = nn.Momentum(net.get_parameters(), learning_rate=0.01, momentum=0.9, weight_decay=0.01)
+    grad_fn = ms.value_and_grad(lambda x, t: ((net(x) - t) ** 2).mean(), None, opt.parameters)
+    net.set_train()
+    conv1 = net.conv1.weight.asnumpy().copy()
+    x, t = tensors((1, 1, 12, 12), (1, 6, 7, 7))
+    for _ in range(3):
+        opt(grad_fn(x, t)[1])
+    moved = not np.array_equal(conv1, net.conv1.weight.asnumpy())
+    record = suite_record("decay-skips-frozen-param[momentum,default]")
+    assert moved and (record.verdict == "divergence") == moved and record.documented
