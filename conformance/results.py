@@ -97,6 +97,9 @@ def write(results: Results, path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make results private to the runner
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(results.model_dump_json(indent=1))
