@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from ..schema import ClearMode, Model, Optimizer
+from ..schema import ClearMode, Model, Optimizer, param_names
 
 DEVICES = ("cpu", "cuda", "ascend")
 MODES = ("eager", "graph")
@@ -81,3 +81,32 @@ class Runner(ABC):
     @abstractmethod
     def optimizer_params(self) -> list[str]:
         """Canonical names of what the optimizer holds, once per time it holds it."""
+
+
+# ---------------------------------------------------------------- helpers shared by adapters
+def build_layers(model: Model, make) -> dict[str, object]:
+    """Every layer object, made once by `make(name, spec)`; a tied layer's name maps to the same object."""
+    layers = {name: make(name, spec) for name, spec in model.layers.items() if not spec.tie}
+    layers.update({name: layers[spec.tie] for name, spec in model.layers.items() if spec.tie})
+    return layers
+
+
+def hold(model: Model, layers: dict, framework_list, framework_dict) -> tuple[dict, object]:
+    """Split the layers as model.container says: (layers that are plain attributes, by name; the
+    container holding model.contained, or None). framework_list / framework_dict are the framework's
+    container classes, taking a list / a dict of layers (None where the framework has none)."""
+    if model.container == "attributes" or not model.contained:
+        return dict(layers), None
+    make = {"framework_list": framework_list, "plain_list": list, "plain_tuple": tuple,
+            "framework_dict": framework_dict, "plain_dict": dict}[model.container]
+    if make is None:
+        raise Unsupported(f"no framework container for {model.container}")
+    held = {name: layers[name] for name in model.contained}
+    container = make(held) if model.container.endswith("dict") else make(list(held.values()))
+    return {n: layer for n, layer in layers.items() if n not in held}, container
+
+
+def frozen_params(model: Model) -> set[str]:
+    """Canonical names of the parameters model.frozen marks (a layer name freezes all of its own)."""
+    names = param_names(model)
+    return {p for p in names for f in model.frozen if p == f or p.startswith(f + ".")}

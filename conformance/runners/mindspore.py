@@ -33,7 +33,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from .base import Runner, Unavailable, Unsupported
+from .base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
 from ..schema import Model, Optimizer, param_names
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
@@ -65,31 +65,18 @@ class MindSporeRunner(Runner):
     # ------------------------------------------------------------ model
     def build(self, model: Model, values):
         self.model = model
-        layers = {}
-        for name, spec in model.layers.items():
+        def make(name, spec):
             if spec.linear:
-                layers[name] = nn.Dense(*spec.linear, has_bias=spec.bias)
-            elif spec.batchnorm:
-                layers[name] = nn.BatchNorm1d(spec.batchnorm, eps=spec.eps, momentum=1.0 - spec.momentum)
-        for name, spec in model.layers.items():
-            if spec.tie:
-                layers[name] = layers[spec.tie]  # the same Cell object: weight sharing
-        self.layers = layers
+                return nn.Dense(*spec.linear, has_bias=spec.bias)
+            return nn.BatchNorm1d(spec.batchnorm, eps=spec.eps, momentum=1.0 - spec.momentum)
+
+        self.layers = layers = build_layers(model, make)  # a tie is the same Cell object
+        attributes, container = hold(model, layers, nn.CellList, nn.CellDict)
         net = Net()
-        held = [layers[n] for n in model.contained]
-        container = {
-            "attributes": None,
-            "framework_list": lambda: nn.CellList(held),
-            "plain_list": lambda: list(held),
-            "framework_dict": lambda: nn.CellDict(dict(zip(model.contained, held))),
-            "plain_dict": lambda: dict(zip(model.contained, held)),
-            "plain_tuple": lambda: tuple(held),
-        }[model.container]
-        for name, layer in layers.items():
-            if container is None or name not in model.contained:
-                setattr(net, name, layer)  # Cell.__setattr__ registers it and prefixes its parameter names
+        for name, layer in attributes.items():
+            setattr(net, name, layer)  # Cell.__setattr__ registers it and prefixes its parameter names
         if container is not None:
-            net.blocks = container()
+            net.blocks = container
         self.net = net
         self.params = {}
         for name in param_names(model):
@@ -98,10 +85,8 @@ class MindSporeRunner(Runner):
             self.params[name] = getattr(cell, role if model.layers[layer].linear else ROLES[role])
         for name, param in self.params.items():
             param.set_data(ms.Tensor(self._to_ms(name, values[name])))
-        for name in model.frozen:
-            for pname, param in self.params.items():
-                if pname == name or pname.startswith(name + "."):
-                    param.requires_grad = False
+        for name in frozen_params(model):
+            self.params[name].requires_grad = False
         self.names = {id(p): n for n, p in self.params.items()}
         self.acc = None  # the gradient tuple the next optimizer(grads) gets
 

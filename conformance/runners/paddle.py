@@ -20,7 +20,7 @@ with warnings.catch_warnings():  # paddle warns at import about ccache; not ours
 # BatchNorm warns on every train-mode forward that it tracks running statistics: noise, not a finding
 warnings.filterwarnings("ignore", message="When training, we now always track global mean and variance")
 
-from .base import Runner, Unavailable
+from .base import Runner, Unavailable, build_layers, frozen_params, hold
 from ..schema import Model, Optimizer, param_names
 
 ROLES = {"weight": "weight", "bias": "bias", "running_mean": "_mean", "running_var": "_variance"}
@@ -55,43 +55,26 @@ class PaddleRunner(Runner):
     def build(self, model: Model, values):
         paddle.seed(0)
         self.model = model
-        layers = {}
-        for name, spec in model.layers.items():
-            if spec.tie:
-                continue
+        def make(name, spec):
             if spec.linear:
-                layers[name] = paddle.nn.Linear(*spec.linear, bias_attr=None if spec.bias else False)
-            else:  # paddle's momentum weighs the old statistic: the opposite of the neutral one
-                layers[name] = paddle.nn.BatchNorm1D(spec.batchnorm, momentum=1.0 - spec.momentum,
-                                                     epsilon=spec.eps)
-        for name, spec in model.layers.items():
-            if spec.tie:
-                layers[name] = layers[spec.tie]  # the same Layer object: weight sharing
-        self.layers = layers
+                return paddle.nn.Linear(*spec.linear, bias_attr=None if spec.bias else False)
+            # paddle's momentum weighs the old statistic: the opposite of the neutral one
+            return paddle.nn.BatchNorm1D(spec.batchnorm, momentum=1.0 - spec.momentum, epsilon=spec.eps)
+
+        self.layers = layers = build_layers(model, make)  # a tie is the same Layer object
+        attributes, container = hold(model, layers, paddle.nn.LayerList, paddle.nn.LayerDict)
         net = paddle.nn.Layer()
-        held = [layers[n] for n in model.contained]
-        container = {
-            "attributes": None,
-            "framework_list": lambda: paddle.nn.LayerList(held),
-            "plain_list": lambda: list(held),
-            "framework_dict": lambda: paddle.nn.LayerDict(dict(zip(model.contained, held))),
-            "plain_dict": lambda: dict(zip(model.contained, held)),
-            "plain_tuple": lambda: tuple(held),
-        }[model.container]
-        for name, layer in layers.items():
-            if container is None or name not in model.contained:
-                setattr(net, name, layer)
+        for name, layer in attributes.items():
+            setattr(net, name, layer)
         if container is not None:
-            net.blocks = container()  # Layer.__setattr__ registers only Layers and Paddle containers
+            net.blocks = container  # Layer.__setattr__ registers only Layers and Paddle containers
         self.net = net
         self.tensors = {name: getattr(layers[name.split(".")[0]], ROLES[name.split(".")[1]])
                         for name in param_names(model)}
         for name, tensor in self.tensors.items():
             tensor.set_value(np.asarray(values[name], dtype=np.float32))
-        for name in model.frozen:
-            for pname, tensor in self.tensors.items():
-                if pname == name or pname.startswith(name + "."):
-                    tensor.stop_gradient = True
+        for name in frozen_params(model):
+            self.tensors[name].stop_gradient = True
         self.names = {id(t): n for n, t in self.tensors.items()}
 
     def make_optimizer(self, optimizer: Optimizer):

@@ -49,7 +49,7 @@ tf, keras = _import_quietly()
 
 import numpy as np  # noqa: E402
 
-from .base import Runner, Unavailable, Unsupported  # noqa: E402
+from .base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
 from ..schema import Model, Optimizer, param_names  # noqa: E402
 
 LINEAR_ROLES = {"weight": "kernel", "bias": "bias"}
@@ -124,11 +124,8 @@ class TensorFlowRunner(Runner):
                               "own tracked container (plain_dict)")
         keras.utils.set_random_seed(0)
         self.model = model
-        layers = {}
         with tf.device(self.tf_device):
-            for name, spec in model.layers.items():
-                if spec.tie:
-                    continue
+            def make(name, spec):
                 if spec.linear:
                     layer = keras.layers.Dense(spec.linear[1], use_bias=spec.bias, name=name)
                     layer.build((None, spec.linear[0]))
@@ -136,23 +133,14 @@ class TensorFlowRunner(Runner):
                     layer = keras.layers.BatchNormalization(momentum=1.0 - spec.momentum, epsilon=spec.eps,
                                                             name=name)
                     layer.build((None, spec.batchnorm))
-                layers[name] = layer
-            for name, spec in model.layers.items():
-                if spec.tie:
-                    layers[name] = layers[spec.tie]  # the same layer object: weight sharing
-            held = [layers[n] for n in model.contained]
-            blocks = {
-                "attributes": None,
-                "framework_list": lambda: keras.Sequential(held),
-                "plain_list": lambda: list(held),
-                "plain_dict": lambda: dict(zip(model.contained, held)),
-                "plain_tuple": lambda: tuple(held),
-            }[model.container]
-            where = {}
-            if blocks is not None:
-                where = {n: (n if model.container == "plain_dict" else i) for i, n in enumerate(model.contained)}
-            attributes = {n: layer for n, layer in layers.items() if n not in where}
-            self.net = Net(attributes, None if blocks is None else blocks(), where, model.detach_after)
+                return layer
+
+            layers = build_layers(model, make)  # a tie is the same layer object
+            # Keras has no dict container class: a plain dict attribute is its own tracked container
+            attributes, blocks = hold(model, layers, keras.Sequential, None)
+            where = {n: (n if model.container.endswith("dict") else i) for i, n in enumerate(model.contained)} \
+                if blocks is not None else {}
+            self.net = Net(attributes, blocks, where, model.detach_after)
         self.layers = layers
         self.variables = {}
         for name in param_names(model):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import Runner, Unavailable
+from .base import Runner, Unavailable, build_layers, frozen_params, hold
 from ..schema import Model, Optimizer, param_names
 
 
@@ -31,33 +31,18 @@ class TorchRunner(Runner):
     def build(self, model: Model, values):
         torch.manual_seed(0)
         self.model = model
-        layers = {}
-        for name, spec in model.layers.items():
-            if spec.tie:
-                continue
+        def make(name, spec):
             if spec.linear:
-                layers[name] = torch.nn.Linear(*spec.linear, bias=spec.bias)
-            else:
-                layers[name] = torch.nn.BatchNorm1d(spec.batchnorm, eps=spec.eps, momentum=spec.momentum)
-        for name, spec in model.layers.items():
-            if spec.tie:
-                layers[name] = layers[spec.tie]  # the same module object: weight sharing
-        self.layers = layers
+                return torch.nn.Linear(*spec.linear, bias=spec.bias)
+            return torch.nn.BatchNorm1d(spec.batchnorm, eps=spec.eps, momentum=spec.momentum)
+
+        self.layers = layers = build_layers(model, make)  # a tie is the same module object
+        attributes, container = hold(model, layers, torch.nn.ModuleList, torch.nn.ModuleDict)
         net = torch.nn.Module()
-        held = [layers[n] for n in model.contained]
-        container = {
-            "attributes": None,
-            "framework_list": lambda: torch.nn.ModuleList(held),
-            "plain_list": lambda: list(held),
-            "framework_dict": lambda: torch.nn.ModuleDict(dict(zip(model.contained, held))),
-            "plain_dict": lambda: dict(zip(model.contained, held)),
-            "plain_tuple": lambda: tuple(held),
-        }[model.container]
-        for name, layer in layers.items():
-            if container is None or name not in model.contained:
-                setattr(net, name, layer)
+        for name, layer in attributes.items():
+            setattr(net, name, layer)
         if container is not None:
-            net.blocks = container()  # nn.Module.__setattr__ registers only torch containers
+            net.blocks = container  # nn.Module.__setattr__ registers only torch containers
         self.net = net.to(self.torch_device)
         for layer in layers.values():
             layer.to(self.torch_device)  # layers the net does not know about must move too
@@ -66,10 +51,8 @@ class TorchRunner(Runner):
         with torch.no_grad():
             for name, tensor in self.tensors.items():
                 tensor.copy_(torch.as_tensor(self._to_torch(name, values[name])))
-        for name in model.frozen:
-            for pname, tensor in self.tensors.items():
-                if pname == name or pname.startswith(name + "."):
-                    tensor.requires_grad_(False)
+        for name in frozen_params(model):
+            self.tensors[name].requires_grad_(False)
         self.names = {id(t): n for n, t in self.tensors.items()}
 
     def _to_torch(self, name, array):
