@@ -59,6 +59,14 @@ def write_asv(root, values):
 
 
 def stale_known_entries(doc, known):
-    """Known-divergence entries that documented nothing in this run: outdated, or mistyped."""
-    used = {(c.documented.reason, c.documented.link) for c in doc.cases if c.documented}
-    return [entry.case for entry in known if (entry.reason, str(entry.link)) not in used]
+    """Known-divergence entries that documented no divergence of this run (outdated, mistyped, or
+    shadowed by an earlier entry): each divergence is documented by the first entry matching it."""
+    used = set()
+    for case in doc.cases:
+        if case.verdict != "divergence":
+            continue
+        failed = [c.check for c in case.checks if not c.held]
+        version = doc.environment.framework_version
+        first = next((n for n, e in enumerate(known) if e.matches(case.id, version, failed, case.axes)), None)
+        used.add(first)
+    return [f"{entry.case} {entry.when or ''}".strip() for n, entry in enumerate(known) if n not in used]

@@ -73,7 +73,7 @@ class DetachIgnored(ReferenceRunner):
     (ZeroFillingClear, ["seed-1-decay-moves-unused-layer[sgd]", "unused-param-grad[default]",
                         "momentum-stops-with-gradient[momentum,default]"]),
     (BiasedRunningVar, ["bn-running-var-unbiased"]),
-    (CoupledAdamW, ["decoupled-adamw-numerics", "seed-1-decay-moves-unused-layer[adamw]"]),
+    (CoupledAdamW, ["decoupled-adamw-numerics", "per-param-decay-overrides[adamw]"]),
     (ListsNotRegistered, ["seed-2-plain-list-sublayers", "plain-containers-register[plain_list]"]),
     (DecayEverything, ["seed-4-bn-stats-not-regularized[sgd,all]", "decay-skips-frozen-param[sgd,default]",
                        "seed-1-decay-moves-unused-layer[sgd]"]),
