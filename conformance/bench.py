@@ -64,7 +64,7 @@ def plot_benchmarks(frame: pd.DataFrame) -> str | None:
     import matplotlib.pyplot as plt
 
     masks = list(dict.fromkeys(data["mask"]))
-    fig, axes = plt.subplots(1, len(masks), figsize=(4 * len(masks), 3.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(masks), figsize=(4 * len(masks) + 2, 3.6), sharey=True, squeeze=False)
     styles = {"sgd_wd": "-", "adamw": "--"}
     colours = dict(zip(sorted(set(data["framework"])), plt.get_cmap("tab10").colors))
     for ax, mask in zip(axes[0], masks):
@@ -79,8 +79,9 @@ def plot_benchmarks(frame: pd.DataFrame) -> str | None:
         ax.set_ylim(0, max(1.05, 1.05 * float(data["value"].max())))  # shared y: zero_grad goes above 1
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("step time / unmasked step time")
-    axes[0][-1].legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="center right")  # beside the panels, not over them
+    fig.tight_layout(rect=(0, 0, 0.86, 1))
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90)
     plt.close(fig)

@@ -131,6 +131,7 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
         built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         suite=next((c.doc.environment.suite_sha for c in columns if c.doc), results.suite_sha()),
         columns=columns, counts=summary_counts(table, columns), cells=_cells(table, columns), legend=CELL,
+        undocumented=table[table.cell == "divergence"].to_dict("records"),
         seeds=_grouped(rows[rows.topic == "seeds"]),
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,

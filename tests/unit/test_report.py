@@ -44,6 +44,15 @@ def test_verdict_cells_and_documented_links(report_dir):
     assert page.count('class="cell v-missing"') >= len(INSTANCES)  # the whole mindspore column
 
 
+def test_undocumented_divergences_listed_first(report_dir):
+    page = build(report_dir / "results", report_dir, bench_dir=None).read_text()
+    listed = page.split('id="undocumented-list"', 1)[1].split("</table>", 1)[0]
+    assert f'href="#{INSTANCES[3].id}"' in listed and "undocumented one" in listed
+    assert INSTANCES[0].id not in listed  # documented
+    assert page.index('id="undocumented"') < page.index('id="seeds"')
+    assert f'id="{INSTANCES[3].id}"' in page.split('id="matrix"', 1)[1]
+
+
 def test_summary_csv(report_dir):
     build(report_dir / "results", report_dir, bench_dir=None)
     table = pd.read_csv(report_dir / "summary.csv")
