@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .runners.base import Runner
-from .schema import ClearMode, Model, Optimizer, param_names
+from .schema import ClearMode, Model, Optimizer
 
 
 # ---------------------------------------------------------------- update rules
