@@ -9,7 +9,12 @@ observation with what this module computes for the same scenario. Its stance, st
 - weight_decay is L2 added to the gradient for sgd/momentum/adam, decoupled for adamw;
 - per-parameter regularizers replace the optimizer's coefficient for that parameter;
 - global-norm clipping spans the optimizer's parameters that have a gradient;
-- BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased.
+- BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased;
+- every layer is registered and reached by train/eval, whatever container holds it.
+
+`ReferenceRunner(variants=...)` runs the same scenario with named variants of these semantics
+(conformance/variants.py says what each one changes): the executable form of a framework's
+documented behaviour.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import numpy as np
 
 from .runners.base import Runner
 from .schema import ClearMode, Model, Optimizer
+from .variants import VARIANTS
 
 
 # ---------------------------------------------------------------- update rules
@@ -31,18 +37,23 @@ def momentum(p, g, buf, lr, mu, wd=0.0):
     return p - lr * buf, buf
 
 
-def adam(p, g, m, v, t, lr, b1, b2, eps, wd=0.0):
-    """Adam (Kingma & Ba) with L2 added to the gradient; t counts from 1."""
+def adam(p, g, m, v, t, lr, b1, b2, eps, wd=0.0, epsilon_hat=False, bias_correction=True):
+    """Adam (Kingma & Ba) with L2 added to the gradient; t counts from 1. `epsilon_hat` adds eps to
+    sqrt(v) and folds the correction into the step size; without `bias_correction` m and v are used raw."""
     g = g + wd * p
     m = b1 * m + (1 - b1) * g
     v = b2 * v + (1 - b2) * g * g
+    if not bias_correction:
+        return p - lr * m / (np.sqrt(v) + eps), m, v
+    if epsilon_hat:
+        return p - lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * m / (np.sqrt(v) + eps), m, v
     m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
     return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
 
 
-def adamw(p, g, m, v, t, lr, b1, b2, eps, wd=0.0):
+def adamw(p, g, m, v, t, lr, b1, b2, eps, wd=0.0, **adam_variants):
     """AdamW (Loshchilov & Hutter) as torch writes it: decay the weight, then an Adam step."""
-    return adam(p * (1 - lr * wd), g, m, v, t, lr, b1, b2, eps)
+    return adam(p * (1 - lr * wd), g, m, v, t, lr, b1, b2, eps, **adam_variants)
 
 
 def clip_scale(grads, max_norm):
@@ -51,16 +62,26 @@ def clip_scale(grads, max_norm):
     return 1.0 if total <= max_norm else max_norm / total
 
 
-def batchnorm_running(mean, var, batch, momentum):
-    """Running statistics after one train batch; the variance uses the unbiased estimator."""
+def batchnorm_running(mean, var, batch, momentum, biased=False):
+    """Running statistics after one train batch; the variance uses the unbiased estimator unless `biased`."""
     n = batch.shape[0]
     return ((1 - momentum) * mean + momentum * batch.mean(0),
-            (1 - momentum) * var + momentum * batch.var(0) * n / (n - 1))
+            (1 - momentum) * var + momentum * batch.var(0) * (1 if biased else n / (n - 1)))
 
 
 # ---------------------------------------------------------------- scenario oracle
+PLAIN_CONTAINERS = ("plain_list", "plain_dict", "plain_tuple")
+
+
 class ReferenceRunner(Runner):
     framework = "reference"
+
+    def __init__(self, device: str = "cpu", mode: str = "eager", variants=()):
+        super().__init__(device, mode)
+        unknown = set(variants) - set(VARIANTS)
+        if unknown:
+            raise ValueError(f"unknown variants: {', '.join(sorted(unknown))}")
+        self.variants = frozenset(variants)
 
     @staticmethod
     def version() -> str:
@@ -74,10 +95,15 @@ class ReferenceRunner(Runner):
         for name in model.frozen:
             frozen |= {n for n in self.values_ if n == name or n.startswith(name + ".")}
         self.frozen = frozen
+        plain = model.container in PLAIN_CONTAINERS
+        self.unregistered = set(model.contained) if plain else set()
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
         return f"{tie or layer}.{role}"
+
+    def _registered(self, name: str) -> bool:
+        return not ("plain-containers-unregistered" in self.variants and name.split(".")[0] in self.unregistered)
 
     def trainable(self):
         return {k: k not in self.frozen and k.split(".")[1] in ("weight", "bias") for k in self.values_}
@@ -85,15 +111,28 @@ class ReferenceRunner(Runner):
     def make_optimizer(self, optimizer: Optimizer):
         self.opt = optimizer
         if optimizer.params == "default":
-            self.opt_params = [k for k in self.values_ if k.split(".")[1] in ("weight", "bias")]
+            roles = ("weight", "bias", "running_mean", "running_var") if "bn-stats-in-parameters" in self.variants \
+                else ("weight", "bias")
+            self.opt_params = [k for k in self.values_ if k.split(".")[1] in roles and self._registered(k)
+                               and not (k in self.frozen and "frozen-still-trained" in self.variants)]
         elif optimizer.params == "all":
-            self.opt_params = list(self.values_)
+            self.opt_params = [k for k in self.values_ if self._registered(k)]
         else:
             self.opt_params = list(dict.fromkeys(optimizer.params))
         self.state = {}
+        self.iterations = 0  # optimizer steps taken: the shared step counter of one variant
 
     def optimizer_params(self):
         return list(self.opt_params)
+
+    def _train_mode(self, layer: str, train: bool) -> bool:
+        """The mode a layer runs in: the loop's, unless the mode switch cannot reach it."""
+        if layer in self.unregistered:
+            if "plain-contained-layers-stay-train" in self.variants:
+                return True
+            if "plain-contained-layers-stay-eval" in self.variants:
+                return False
+        return train
 
     def forward(self, path, x, target, train, backward):
         tape, y = [], np.asarray(x, dtype=np.float64)
@@ -106,15 +145,17 @@ class ReferenceRunner(Runner):
                     y = y + self.values_[self._param(layer, "bias")]
             else:
                 rm, rv = self._param(layer, "running_mean"), self._param(layer, "running_var")
-                if train:
+                layer_train = self._train_mode(layer, train)
+                if layer_train:
                     mean, var = y.mean(0), y.var(0)
                     self.values_[rm], self.values_[rv] = batchnorm_running(
-                        self.values_[rm], self.values_[rv], y, spec.momentum)
+                        self.values_[rm], self.values_[rv], y, spec.momentum,
+                        biased="bn-running-var-biased" in self.variants)
                 else:
                     mean, var = self.values_[rm], self.values_[rv]
                 inv_std = 1.0 / np.sqrt(var + spec.eps)
                 xhat = (y - mean) * inv_std
-                tape.append((layer, "bn_train" if train else "bn_eval", (xhat, inv_std)))
+                tape.append((layer, "bn_train" if layer_train else "bn_eval", (xhat, inv_std)))
                 y = xhat * self.values_[self._param(layer, "weight")] + self.values_[self._param(layer, "bias")]
             if layer in self.model.detach_after:
                 tape.clear()  # nothing before a stop_gradient receives gradient
@@ -122,10 +163,23 @@ class ReferenceRunner(Runner):
         loss = float(np.mean(diff * diff))
         if backward:
             self._backward(tape, 2.0 * diff / diff.size)
+            self._fill_missing_grads()
         return loss
 
+    def _fill_missing_grads(self):
+        """Variants whose backward hands the optimizer a gradient for every parameter it holds."""
+        if "functional-zero-filled-grads" in self.variants:
+            for name in self.grads_:
+                if name not in self.opt_params:
+                    self.grads_[name] = None
+        if "functional-zero-filled-grads" in self.variants or (
+                "zeros-clear-fills-never-used" in self.variants and self.clear_mode == "zeros"):
+            for name in self.opt_params:
+                if self.grads_[name] is None:
+                    self.grads_[name] = np.zeros_like(self.values_[name])
+
     def _accumulate(self, name, g):
-        if name in self.frozen:
+        if name in self.frozen and not ("frozen-still-trained" in self.variants and name in self.opt_params):
             return
         self.grads_[name] = g if self.grads_[name] is None else self.grads_[name] + g
 
@@ -149,28 +203,58 @@ class ReferenceRunner(Runner):
                     n = dy.shape[0]
                     dy = inv_std / n * (n * dxhat - dxhat.sum(0) - xhat * (dxhat * xhat).sum(0))
 
+    clear_mode: ClearMode = "default"
+
     def clear_grads(self, mode: ClearMode):
+        if mode == "default" and "clear-default-zero-fills" in self.variants:
+            mode = "zeros"
+        self.clear_mode = mode
         for name, g in self.grads_.items():
             self.grads_[name] = np.zeros_like(g) if (mode == "zeros" and g is not None) else None
 
+    def _decay(self, name: str) -> tuple[float, float]:
+        """(coupled L2 coefficient added to the gradient, decoupled coefficient) for one parameter."""
+        opt, v = self.opt, self.variants
+        decoupled = opt.name == "adamw" or "decoupled-decay-all-optimizers" in v
+        wd = opt.weight_decay
+        if "no-decay-for-beta-gamma" in v and not opt.regularizers and self._is_batchnorm_affine(name):
+            wd = 0.0
+        if name not in opt.regularizers:
+            return (0.0, wd) if decoupled else (wd, 0.0)
+        own = opt.regularizers[name]
+        if decoupled and "regularizer-adds-to-decoupled-decay" in v:
+            return own, wd
+        return (0.0, own) if decoupled else (own, 0.0)
+
+    def _is_batchnorm_affine(self, name: str) -> bool:
+        layer, role = name.split(".")
+        return bool(self.model.layers[layer].batchnorm) and role in ("weight", "bias")
+
     def update(self):
-        opt = self.opt
+        opt, v = self.opt, self.variants
         live = [n for n in self.opt_params if self.grads_[n] is not None]
         scale = 1.0
         if opt.clip_global_norm is not None:
             scale = clip_scale([self.grads_[n] for n in live], opt.clip_global_norm)
+        if live:
+            self.iterations += 1
         for name in live:
-            p, g = self.values_[name], self.grads_[name] * scale
-            wd = opt.regularizers.get(name, opt.weight_decay)
+            p = self.values_[name]
+            coupled, decoupled = self._decay(name)
+            g = self.grads_[name] * scale + coupled * p  # L2 is part of the gradient, taken before decay
+            p = p * (1 - opt.lr * decoupled)
             st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
             if opt.name == "sgd":
-                p = sgd(p, g, opt.lr, wd)
+                p = sgd(p, g, opt.lr)
             elif opt.name == "momentum":
-                p, st["buf"] = momentum(p, g, st["buf"], opt.lr, opt.momentum, wd)
+                p, st["buf"] = momentum(p, g, st["buf"], opt.lr, opt.momentum)
             else:
                 st["t"] += 1
-                rule = adam if opt.name == "adam" else adamw
-                p, st["m"], st["v"] = rule(p, g, st["m"], st["v"], st["t"], opt.lr, *opt.betas, opt.eps, wd)
+                t = self.iterations if "adam-shared-step-counter" in v else st["t"]
+                p, st["m"], st["v"] = adam(
+                    p, g, st["m"], st["v"], t, opt.lr, *opt.betas, opt.eps,
+                    epsilon_hat="adam-epsilon-hat" in v,
+                    bias_correction=not (opt.name == "adamw" and "adamw-no-bias-correction" in v))
             self.values_[name] = p
 
     def grads(self):
@@ -178,4 +262,3 @@ class ReferenceRunner(Runner):
 
     def values(self):
         return {k: v.copy() for k, v in self.values_.items()}
-

@@ -1,0 +1,86 @@
+"""The closed vocabulary of semantic variants: documented behaviour that differs from the reference.
+
+Each variant is something the NumPy oracle (reference.py) can execute. A framework's known file
+(known/<framework>.yaml) lists the variants in force for a version range; a divergence is documented
+only when the oracle, run with them, reproduces every checked observation of the framework.
+
+For each name: what a framework with the variant does, and what the reference does instead. Both
+sentences are shown in the report's profile table and porting notes, so they are written for a
+porting engineer.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Variant(NamedTuple):
+    behaviour: str   # what a framework with this variant does
+    reference: str   # what the reference semantics (and a framework without it) do instead
+
+
+VARIANTS: dict[str, Variant] = {
+    # ---- gradients
+    "clear-default-zero-fills": Variant(
+        "the default gradient-clearing call fills existing gradients with zeros, so a parameter left out "
+        "of the next step keeps a zero gradient and is still decayed and moved by momentum / Adam state",
+        "the default clearing sets gradients to None: a parameter left out of a step is not updated at all"),
+    "functional-zero-filled-grads": Variant(
+        "each backward returns one gradient per optimizer parameter and zeros where none flows (a layer "
+        "left out of the step, never used, behind stop_gradient or frozen, statistics): the optimizer "
+        "decays and moves all of them; parameters outside the optimizer get no gradient",
+        "a parameter that no gradient reaches has none, and the optimizer skips it"),
+    "zeros-clear-fills-never-used": Variant(
+        "clearing to zeros gives every optimizer parameter a zero gradient at the next backward, one "
+        "that was never used included",
+        "clearing to zeros zero-fills gradients that exist; a never-used parameter keeps None"),
+    "frozen-still-trained": Variant(
+        "marking a parameter not trainable only takes it out of the trainable collection (and so out of "
+        "an optimizer built from it): handed to the gradient call and the optimizer explicitly, it gets "
+        "its gradient and is updated and decayed",
+        "a frozen parameter receives no gradient, so no optimizer moves it"),
+    # ---- parameter collections and modes
+    "plain-containers-unregistered": Variant(
+        "layers kept in a plain list, dict or tuple are not registered: the model's parameter collection "
+        "misses them, so an optimizer built from it never updates them",
+        "every layer the model holds is registered, whatever container holds it"),
+    "plain-contained-layers-stay-train": Variant(
+        "train()/eval() reach registered layers only: a layer in a plain container stays in train mode "
+        "(its construction default), so its BatchNorm keeps normalising with batch statistics in eval",
+        "train/eval mode reaches every layer the model holds"),
+    "plain-contained-layers-stay-eval": Variant(
+        "the train-mode switch reaches registered layers only and layers start in inference mode: a "
+        "BatchNorm in a plain container never trains its statistics and always normalises with them",
+        "train/eval mode reaches every layer the model holds"),
+    "bn-stats-in-parameters": Variant(
+        "BatchNorm running statistics are in the model's parameter collection, so an optimizer built "
+        "from it holds them (they get no gradient, so it never steps them)",
+        "BatchNorm running statistics are buffers, outside the parameter collection"),
+    "bn-running-var-biased": Variant(
+        "the running variance is updated with the biased (1/n) batch variance",
+        "the running variance is updated with the unbiased (1/(n-1)) batch variance"),
+    # ---- weight decay
+    "decoupled-decay-all-optimizers": Variant(
+        "an optimizer's weight_decay is decoupled (w -= lr * wd * w before the update) in every optimizer, "
+        "SGD with momentum and Adam included",
+        "weight_decay is L2 added to the gradient for SGD, momentum and Adam, and decoupled for AdamW only"),
+    "regularizer-adds-to-decoupled-decay": Variant(
+        "where the optimizer's decay is decoupled, a per-parameter regularizer is L2 added to the gradient "
+        "on top of it: that parameter is decayed twice",
+        "a per-parameter regularizer replaces the optimizer's decay for that parameter"),
+    "no-decay-for-beta-gamma": Variant(
+        "without parameter groups, the optimizer's weight_decay skips parameters named beta or gamma "
+        "(BatchNorm's affine parameters)",
+        "weight_decay applies to every parameter the optimizer holds"),
+    # ---- Adam numerics
+    "adam-epsilon-hat": Variant(
+        "Adam adds epsilon to sqrt(v) before the bias correction ('epsilon hat'): the effective epsilon is "
+        "eps * sqrt(1 - beta2^t)",
+        "Adam adds epsilon to sqrt(v_hat), after the bias correction"),
+    "adamw-no-bias-correction": Variant(
+        "AdamW has no bias correction: w -= lr * (m / (sqrt(v) + eps) + wd * w)",
+        "AdamW corrects the moments' bias by 1 - beta^t"),
+    "adam-shared-step-counter": Variant(
+        "Adam's bias correction counts the optimizer's steps, not the parameter's: a parameter that "
+        "skipped a step resumes with a larger t",
+        "each parameter's bias correction counts the steps that updated it"),
+}
