@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 
 from . import results
-from .execute import DEFAULT_TIMEOUT, Worker, WorkerFailed, run_isolated
+from .execute import DEFAULT_TIMEOUT, Worker, WorkerFailed, explain, run_isolated
 from .runners import DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, adapter_path
-from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec
+from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec, profile
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
 
@@ -80,7 +80,15 @@ def cmd_repro(args) -> int:
     runner = adapter(args.device, args.mode)
     print(f"{instance.id} on {args.framework} {adapter.version()} ({args.device}, {runner.mode})")
     print(f"  {instance.case.title}  [{instance.source}]")
-    print(trace(instance, observe(runner, instance.case), observe(ReferenceRunner(), instance.case)))
+    observed = observe(runner, instance.case)
+    print(trace(instance, observed, observe(ReferenceRunner(), instance.case)))
+    variants = profile(load_known(args.framework, args.known), adapter.version())
+    needed, miss = explain(instance, observed, variants)
+    names = ", ".join(v.variant for v in variants) or "none"
+    if miss:
+        print(f"profile ({names}) does not reproduce it: {miss}")
+    else:
+        print(f"profile ({names}) reproduces every check; needed: {', '.join(v.variant for v in needed) or 'none'}")
     return 0
 
 
@@ -123,8 +131,10 @@ def cmd_run(args) -> int:
         known = load_known(args.framework, args.known)
         version, mode = workers[0].start()
         now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        variants = profile(known, version)
         doc = results.Results(environment=results.environment(
-            args.framework, version, args.device, mode, args.spec, now()))
+            args.framework, version, args.device, mode, args.spec, now()),
+            profile=[results.VariantRecord.of(v) for v in variants])
         todo = selected
         if args.resume or args.only_errors:
             previous = _previous(out, args, version, doc.environment.spec_hash)
@@ -145,7 +155,8 @@ def cmd_run(args) -> int:
             nonlocal ran, saved
             doc.cases.append(record)
             ran += 1
-            tag = record.verdict + (" (documented)" if record.documented else "")
+            tag = record.verdict + (" (documented)" if record.documented else
+                                    " (explained)" if record.explained_by else "")
             line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
             print(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""), flush=True)
             if time.monotonic() - saved > SAVE_EVERY:
@@ -162,7 +173,7 @@ def cmd_run(args) -> int:
             return summary
 
         try:
-            run_isolated(workers[0], new_worker, todo, version, known, args.timeout, on_result)
+            run_isolated(workers[0], new_worker, todo, variants, args.timeout, on_result)
         except (KeyboardInterrupt, Interrupted) as exc:
             save(complete=False)
             print(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} (incomplete)",
@@ -173,7 +184,8 @@ def cmd_run(args) -> int:
             raise
         summary = save(complete=True)
         counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
-        print(f"{args.framework}: {counts} ({summary['documented']} documented divergences); "
+        print(f"{args.framework}: {counts} ({summary['documented']} documented, "
+              f"{summary['explained']} explained but undocumented divergences); "
               f"{time.perf_counter() - start:.1f} s; results in {out}")
         return 0
     finally:
@@ -205,7 +217,7 @@ def main(argv=None) -> int:
     p_run.add_argument("--timeout", type=float, metavar="SECONDS",
                        help="per-case time limit, overriding the spec's (default %g s)" % DEFAULT_TIMEOUT)
     p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK.json)")
-    p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-divergence files")
+    p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files (known/<framework>.yaml)")
     p_run.add_argument("--adapter", metavar="MODULE:CLASS",
                        help="run this adapter class instead of the framework's own (adapters in development)")
     again = p_run.add_mutually_exclusive_group()
@@ -219,6 +231,7 @@ def main(argv=None) -> int:
     p_repro.add_argument("--device", default="cpu", choices=DEVICES)
     p_repro.add_argument("--mode", default="eager", choices=MODES)
     p_repro.add_argument("--adapter", metavar="MODULE:CLASS", help="adapter class to use instead")
+    p_repro.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files")
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")
     p_report.add_argument("--results", type=Path, default=Path("reports/results"), help="results folder")
     p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")

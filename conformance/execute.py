@@ -15,12 +15,12 @@ from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
 from .reference import ReferenceRunner
-from .results import CaseRecord, CheckRecord, Documented
+from .results import CaseRecord, CheckRecord, Explanation, VariantRecord
 from .runners import FrameworkMissing, Unavailable, load_adapter
 from .runners.base import Runner, Unsupported
 from .scenario import Observation, observe
-from .schema import Case, Instance, KnownDivergence
-from .verdict import documented_by, evaluate, failure_summary
+from .schema import Case, Instance, KnownVariant
+from .verdict import evaluate, failure_summary, unexplained
 
 DEFAULT_TIMEOUT = 30.0  # seconds per case; a case's `timeout` or --timeout overrides it
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
@@ -47,8 +47,32 @@ def observe_safely(runner: Runner, case: Case) -> tuple[str, object]:
         return "error", one_line(exc)
 
 
-def judge(instance: Instance, outcome: tuple[str, object], reference: Observation | str, version: str,
-          known: list[KnownDivergence], duration: float) -> CaseRecord:
+def explain(instance: Instance, obs: Observation, profile: list[KnownVariant]) -> tuple[list[KnownVariant], str | None]:
+    """Run the oracle under the profile's variants. When it reproduces every checked observation of
+    `obs`: (the variants it needed, None), found by dropping, one at a time, each variant whose removal
+    keeps the match, so every one named is needed. Otherwise: ([], the first check it does not explain)."""
+    def miss(variants) -> str | None:
+        model = observe_safely(ReferenceRunner(variants=[v.variant for v in variants]), instance.case)
+        if model[0] != "ok":
+            return f"the variant oracle failed: {model[1]}"
+        check = unexplained(instance, obs, model[1])
+        return None if check is None else f"{check.check}: observed {check.observed}, variant oracle expects otherwise"
+
+    first = miss(profile)
+    if first is not None:
+        return [], first
+    needed = list(profile)
+    for variant in list(needed):
+        trial = [v for v in needed if v is not variant]
+        if miss(trial) is None:
+            needed = trial
+    return needed, None
+
+
+def judge(instance: Instance, outcome: tuple[str, object], reference: Observation | str,
+          profile: list[KnownVariant], duration: float) -> CaseRecord:
+    """The record of one instance: its checks against the spec, and for a divergence whether the
+    oracle under the framework's profile (its variants for this version) reproduces it."""
     case = instance.case
     record = dict(id=instance.id, base_id=case.id, topic=instance.topic, title=case.title,
                   references=[str(r) for r in case.references], axes=instance.axes,
@@ -60,11 +84,17 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
         return CaseRecord(**record, verdict=kind, reason=payload)
     checks = evaluate(instance, payload, reference)
     held = all(c.held for c in checks)
-    entry = None if held else documented_by(instance, version, known, checks)
-    return CaseRecord(**record, verdict="conform" if held else "divergence",
-                      reason=None if held else failure_summary(checks),
-                      documented=Documented(reason=entry.reason, link=str(entry.link)) if entry else None,
-                      checks=[CheckRecord(**vars(c)) for c in checks])
+    checks_kept = [CheckRecord(**vars(c)) for c in checks]
+    if held:  # the profile must not predict a divergence that did not happen
+        _, miss = explain(instance, payload, profile) if profile else ([], None)
+        return CaseRecord(**record, verdict="conform", unexplained=miss, checks=checks_kept)
+    needed, miss = explain(instance, payload, profile)
+    explanation = Explanation(variants=[VariantRecord.of(v) for v in needed]) if needed else None
+    documented = explanation is not None and all(v.link is not None for v in needed)
+    return CaseRecord(**record, verdict="divergence", reason=failure_summary(checks),
+                      documented=explanation if documented else None,
+                      explained_by=None if documented else explanation,
+                      unexplained=miss, checks=checks_kept)
 
 
 def reference_of(case: Case) -> Observation | str:
@@ -72,13 +102,12 @@ def reference_of(case: Case) -> Observation | str:
     return observe_safely(ReferenceRunner(), case)[1]
 
 
-def run_instance(runner: Runner, instance: Instance, version: str,
-                 known: list[KnownDivergence]) -> CaseRecord:
+def run_instance(runner: Runner, instance: Instance, profile: list[KnownVariant]) -> CaseRecord:
     """In-process run of one instance (for in-memory adapters and tests: no crash isolation)."""
     start = time.perf_counter()
     reference = reference_of(instance.case)
     outcome = observe_safely(runner, instance.case)
-    return judge(instance, outcome, reference, version, known, time.perf_counter() - start)
+    return judge(instance, outcome, reference, profile, time.perf_counter() - start)
 
 
 # ---------------------------------------------------------------- the worker process
@@ -158,7 +187,7 @@ class Worker:
 
 
 def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: Iterable[Instance],
-                 version: str, known: list[KnownDivergence], timeout: float | None,
+                 profile: list[KnownVariant], timeout: float | None,
                  on_result: Callable[[CaseRecord], None]) -> Worker:
     """Run every instance on `worker`, replacing it by `new_worker()` after a crash or hang.
     `timeout` (from the command line) overrides each case's own; returns the worker in use."""
@@ -169,7 +198,7 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
         worker.submit(case)
         reference = reference_of(case)  # overlaps with the framework's run
         outcome = worker.result(limit)
-        on_result(judge(instance, outcome, reference, version, known, time.perf_counter() - start))
+        on_result(judge(instance, outcome, reference, profile, time.perf_counter() - start))
         if not worker.alive():
             worker = new_worker()
             worker.start()

@@ -6,6 +6,7 @@ matplotlib draws the benchmark plots, embedded as PNG data URIs so the page open
 from __future__ import annotations
 
 import datetime
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,12 +17,25 @@ from . import results
 from .bench import load_benchmarks, plot_benchmarks, relative_table
 from .runners import FRAMEWORKS
 from .schema import SpecError, load_spec
+from .variants import VARIANTS
 
 COLUMNS = tuple(f for f in FRAMEWORKS if f != "reference")
 # verdict class -> (symbol, label); colour lives in the template's CSS
 CELL = {"conform": ("✓", "conform"), "documented": ("◆", "documented divergence"),
+        "explained": ("◇", "explained, undocumented divergence"),
         "divergence": ("✗", "undocumented divergence"), "error": ("!", "error"),
         "unsupported": ("–", "unsupported"), "missing": ("·", "not run")}
+
+
+def cell_class(case: results.CaseRecord) -> str:
+    """A divergence is documented or explained when the oracle under the profile reproduced it."""
+    return "documented" if case.documented else "explained" if case.explained_by else case.verdict
+
+
+def variants_of(case: results.CaseRecord) -> list[results.VariantRecord]:
+    """The variants the oracle needed to reproduce this case's divergence (none if it did not)."""
+    explanation = case.documented or case.explained_by
+    return explanation.variants if explanation else []
 
 
 @dataclass
@@ -59,14 +73,13 @@ def long_table(columns: list[Column]) -> pd.DataFrame:
     rows = []
     for col in columns:
         for case in col.doc.cases if col.doc else []:
-            cls = "documented" if case.documented else case.verdict
             rows.append(dict(framework=col.framework, framework_version=col.doc.environment.framework_version,
                              id=case.id, base_id=case.base_id, topic=case.topic, title=case.title,
-                             verdict=case.verdict, cell=cls, documented=bool(case.documented),
-                             reason=case.reason or "", link=case.documented.link if case.documented else "",
-                             documented_reason=case.documented.reason if case.documented else ""))
+                             verdict=case.verdict, cell=cell_class(case), documented=bool(case.documented),
+                             variants=" ".join(v.name for v in variants_of(case)),
+                             reason=case.reason or "", unexplained=case.unexplained or ""))
     return pd.DataFrame(rows, columns=["framework", "framework_version", "id", "base_id", "topic", "title",
-                                       "verdict", "cell", "documented", "reason", "link", "documented_reason"])
+                                       "verdict", "cell", "documented", "variants", "reason", "unexplained"])
 
 
 def case_rows(columns: list[Column], spec_dir) -> pd.DataFrame:
@@ -108,13 +121,49 @@ def _cells(table: pd.DataFrame, columns: list[Column]) -> dict:
     by_key = {}
     for col in columns:
         for case in col.doc.cases if col.doc else []:
-            cls = "documented" if case.documented else case.verdict
+            cls = cell_class(case)
             checks = "; ".join(f"{c.check}: expected {c.expected}, observed {c.observed}"
                                for c in case.checks if not c.held)
             by_key[case.id, col.framework] = dict(cls=cls, symbol=CELL[cls][0], label=CELL[cls][1],
                                                   reason=case.reason or "", case=case,
                                                   tooltip=" | ".join(x for x in (CELL[cls][1], case.reason, checks) if x))
     return by_key
+
+
+def profile_table(columns: list[Column]) -> list[dict]:
+    """One row per variant that any run's profile holds: its behaviour, and per run the profile
+    entry (versions, reason, link, snippet) with how many of the run's divergences needed it."""
+    runs = [c for c in columns if c.doc]
+    names = [n for n in VARIANTS if any(v.name == n for c in runs for v in c.doc.profile)]
+    rows = []
+    for name in names:
+        cells = {}
+        for col in runs:
+            entry = next((v for v in col.doc.profile if v.name == name), None)
+            needed = sum(any(v.name == name for v in variants_of(case)) for case in col.doc.cases)
+            cells[col.framework] = dict(entry=entry, needed=needed) if entry else None
+        rows.append(dict(name=name, behaviour=VARIANTS[name].behaviour, cells=cells))
+    return rows
+
+
+def porting_notes(columns: list[Column]) -> list[dict]:
+    """For every ordered pair of runs (from X to Y): each variant one profile holds and the other does
+    not, in both frameworks' words, with the cases whose divergence it explains."""
+    runs = [c for c in columns if c.doc]
+    notes = []
+    for source, target in itertools.permutations(runs, 2):
+        mine = {v.name: v for v in source.doc.profile}
+        theirs = {v.name: v for v in target.doc.profile}
+        items = []
+        for name in [n for n in VARIANTS if (n in mine) != (n in theirs)]:
+            holder = source if name in mine else target
+            cases = [c.id for c in holder.doc.cases if any(v.name == name for v in variants_of(c))]
+            entry = (mine | theirs)[name]
+            items.append(dict(name=name, holder=holder.framework, entry=entry, cases=cases,
+                              before=VARIANTS[name].behaviour if name in mine else VARIANTS[name].reference,
+                              after=VARIANTS[name].behaviour if name in theirs else VARIANTS[name].reference))
+        notes.append(dict(source=source.framework, target=target.framework, changes=items))
+    return notes
 
 
 def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("reports"), spec_dir=None,
@@ -132,6 +181,7 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
         suite=next((c.doc.environment.suite_sha for c in columns if c.doc), results.suite_sha()),
         columns=columns, counts=summary_counts(table, columns), cells=_cells(table, columns), legend=CELL,
         undocumented=table[table.cell == "divergence"].to_dict("records"),
+        profiles=profile_table(columns), porting=porting_notes(columns),
         seeds=_grouped(rows[rows.topic == "seeds"]),
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,

@@ -13,14 +13,28 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-from .schema import PACKAGE_DIR, spec_hash
+from .schema import PACKAGE_DIR, KnownVariant, spec_hash
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
-class Documented(BaseModel):
+class VariantRecord(BaseModel):
+    """A semantic variant of the framework's profile (known/<framework>.yaml) as this run used it."""
+    name: str
+    versions: str = ""
     reason: str
-    link: str
+    link: str | None        # None: no upstream page states it
+    snippet: str            # the standalone script that confirms it
+
+    @classmethod
+    def of(cls, known: KnownVariant) -> "VariantRecord":
+        return cls(name=known.variant, versions=known.versions, reason=known.reason,
+                   link=None if known.link is None else str(known.link), snippet=known.snippet)
+
+
+class Explanation(BaseModel):
+    """The variants the oracle needed to reproduce a divergence (each one's removal breaks the match)."""
+    variants: list[VariantRecord]
 
 
 class CheckRecord(BaseModel):
@@ -40,7 +54,13 @@ class CaseRecord(BaseModel):
     source: str
     verdict: Literal["conform", "divergence", "error", "unsupported"]
     reason: str | None = None  # one line: the failed check, the error or why unsupported
-    documented: Documented | None = None
+    # a divergence the oracle reproduces under the profile's variants, each with an upstream link
+    documented: Explanation | None = None
+    # reproduced too, but needing a variant no upstream page states (link: null)
+    explained_by: Explanation | None = None
+    # the first check the framework's profile does not reproduce; None when it reproduces them all
+    # (on a conform case: the profile predicted a divergence that did not happen)
+    unexplained: str | None = None
     checks: list[CheckRecord] = []
     duration_s: float
 
@@ -60,15 +80,17 @@ class Environment(BaseModel):
 
 
 class Results(BaseModel):
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     complete: bool = False
     environment: Environment
+    profile: list[VariantRecord] = []  # the framework's variants in force for this version
     summary: dict[str, int] = {}
     cases: list[CaseRecord] = []
 
     def summarize(self) -> dict[str, int]:
         self.summary = dict(Counter(c.verdict for c in self.cases))
         self.summary["documented"] = sum(c.documented is not None for c in self.cases)
+        self.summary["explained"] = sum(c.explained_by is not None for c in self.cases)
         return self.summary
 
 

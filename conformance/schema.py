@@ -1,4 +1,4 @@
-"""Load and validate the YAML spec and the known-divergence files.
+"""Load and validate the YAML spec and the known-variant files.
 
 Every error is a `SpecError` whose message is one line: `file:line: what is wrong`.
 Only `yaml.SafeLoader` is used: nothing in a spec is executed.
@@ -6,14 +6,13 @@ Only `yaml.SafeLoader` is used: nothing in a spec is executed.
 from __future__ import annotations
 
 import copy
-import fnmatch
 import hashlib
 import itertools
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator, model_validator
 
 PACKAGE_DIR = Path(__file__).parent
 SPEC_DIR = PACKAGE_DIR / "spec"
@@ -353,44 +352,72 @@ def spec_hash(spec_dir: Path = SPEC_DIR) -> str:
     return digest.hexdigest()[:16]
 
 
-class KnownDivergence(_Strict):
-    case: str                 # base id, instance id, or fnmatch pattern over instance ids
+class KnownVariant(_Strict):
+    """One semantic variant in force for a framework: a name from the closed vocabulary
+    (conformance/variants.py), the framework versions it holds for, why, and where it is written down."""
+    variant: str
     versions: str = ""        # PEP 440 specifier over the framework version; empty: all
-    # fnmatch patterns over failed check labels (e.g. "value bn.running_var *"); when given, a
-    # divergence is documented only if every failed check matches one: another failure stays news
-    checks: list[str] = []
-    when: dict[str, Union[str, list[str]]] = {}  # only instances with these matrix values
     reason: str
-    link: HttpUrl
+    # the upstream page that states it; null for a behaviour the suite found and no page states
+    # (its divergences are then "explained, undocumented")
+    link: Optional[HttpUrl]
+    snippet: str              # the standalone script that confirms it, relative to the repository
 
-    def matches(self, instance_id: str, version: str, failed_checks: list[str] = (), axes: dict = {}) -> bool:
+    @field_validator("variant")
+    @classmethod
+    def _known_name(cls, name):
+        from .variants import VARIANTS
+        if name not in VARIANTS:
+            raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+        return name
+
+    @field_validator("versions")
+    @classmethod
+    def _specifier(cls, versions):
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+        try:
+            SpecifierSet(versions)
+        except InvalidSpecifier:
+            raise ValueError(f"invalid version specifier {versions!r}") from None
+        return versions
+
+    @field_validator("snippet")
+    @classmethod
+    def _confirming_script(cls, snippet):
+        if not (snippet.startswith("docs/confirm/") and snippet.endswith(".py") and ".." not in snippet):
+            raise ValueError(f"snippet {snippet!r}: expected a docs/confirm/<framework>/<name>.py path")
+        return snippet
+
+    def holds_for(self, version: str) -> bool:
         from packaging.specifiers import SpecifierSet
-        from packaging.version import Version
-        base = instance_id.split("[")[0]
-        if self.case not in (instance_id, base) and not fnmatch.fnmatchcase(instance_id, self.case):
+        from packaging.version import InvalidVersion, Version
+        try:
+            return not self.versions or Version(version) in SpecifierSet(self.versions, prereleases=True)
+        except InvalidVersion:
             return False
-        if not all(axes.get(axis) in ([want] if isinstance(want, str) else want) for axis, want in self.when.items()):
-            return False
-        if self.checks and not all(any(fnmatch.fnmatchcase(c, p) for p in self.checks) for c in failed_checks):
-            return False
-        return not self.versions or Version(version) in SpecifierSet(self.versions, prereleases=True)
 
 
 class KnownFile(_Strict):
-    divergences: list[KnownDivergence] = []
+    variants: list[KnownVariant] = []
+
+    @model_validator(mode="after")
+    def _once_each(self):
+        names = [v.variant for v in self.variants]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"variant {twice[0]!r} is listed twice")
+        return self
 
 
-def load_known(framework: str, known_dir: Path = KNOWN_DIR) -> list[KnownDivergence]:
+def load_known(framework: str, known_dir: Path = KNOWN_DIR) -> list[KnownVariant]:
+    """The framework's semantic variants (all versions); an absent file means none."""
     path = Path(known_dir) / f"{framework}.yaml"
     if not path.exists():
         return []
     raw = load_yaml(path)
-    known = _validate(KnownFile, raw if raw is not None else {}, path).divergences
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    for index, entry in enumerate(known):
-        try:
-            SpecifierSet(entry.versions)
-        except InvalidSpecifier:
-            line = raw["divergences"].item_lines[index]
-            raise SpecError(f"{path}:{line}: invalid version specifier {entry.versions!r}") from None
-    return known
+    return _validate(KnownFile, raw if raw is not None else {}, path).variants
+
+
+def profile(known: list[KnownVariant], version: str) -> list[KnownVariant]:
+    """The variants in force for one framework version."""
+    return [v for v in known if v.holds_for(version)]

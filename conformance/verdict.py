@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .scenario import Observation
-from .schema import Instance, KnownDivergence
+from .schema import Instance
 
 VERDICTS = ("conform", "divergence", "error", "unsupported")
 
@@ -66,48 +66,80 @@ def _over_steps(label, expected, steps, one) -> Check:
     return Check(f"{label} @ {where}", expected, observed if len(steps) == 1 else "held at every step", True)
 
 
-def evaluate(instance: Instance, obs: Observation, ref: Observation) -> list[Check]:
-    case, checks = instance.case, []
-    n = len(obs.steps)
-    for exp in case.expect:
+def _moved(now, before) -> tuple[bool, str]:
+    if np.array_equal(now, before):
+        return False, "unchanged"
+    return True, f"changed by max {float(np.max(np.abs(now - before))):.1e}"
+
+
+def _grad_class(g, want: str) -> str:
+    """The state a grad check looks at: none_or_zero does not tell none from zero."""
+    state = grad_state(g)
+    return ("none_or_zero" if state in ("none", "zero") else state) if want == "none_or_zero" else state
+
+
+def _probes(instance: Instance):
+    """Each check of the case that applies to this instance: (label, want, steps, kind, name)."""
+    for exp in instance.case.expect:
         if not _applies(exp.when, instance.axes):
             continue
-        steps = _steps(exp.step, n) if exp.step is not None else []
         for name, want in exp.grad.items():
-            def one(i, name=name, want=want):
+            yield f"grad {name}", want, exp.step, "grad", name
+        for name, want in exp.value.items():
+            yield f"value {name}", want, exp.step, "value", name
+        if exp.loss:
+            yield "loss", "reference", exp.step, "loss", None
+        for name, count in exp.in_optimizer.items():
+            yield f"optimizer holds {name}", count, None, "in_optimizer", name
+        for name, want in exp.trainable.items():
+            yield f"trainable {name}", want, None, "trainable", name
+
+
+def _check(instance: Instance, obs: Observation, other: Observation, against_spec: bool) -> list[Check]:
+    """Every check of the case on `obs`. Against the spec, each check expects what the spec says and
+    `reference` values come from `other` (the oracle). Otherwise every check expects what `other`
+    (the oracle under variants) shows for it: the same grad state, the same moved / unchanged,
+    values within tolerance, the same optimizer count and trainable flag."""
+    checks, n, tol = [], len(obs.steps), instance.case.tolerance
+    for label, want, spec_step, kind, name in _probes(instance):
+        if kind in ("in_optimizer", "trainable"):
+            read = (lambda o: o.optimizer_params.count(name)) if kind == "in_optimizer" else (lambda o: o.trainable[name])
+            got, expected = read(obs), want if against_spec else read(other)
+            show = (lambda x: f"{x}x") if kind == "in_optimizer" else (lambda x: str(x).lower())
+            checks.append(Check(label, show(expected), show(got), got == expected))
+            continue
+
+        def one(i, kind=kind, name=name, want=want):
+            if kind == "loss":
+                return _compare(np.float64(obs.steps[i].loss), np.float64(other.steps[i].loss), tol)
+            if kind == "grad":
                 g = obs.steps[i].grads[name]
                 if want == "reference":
-                    return _compare(g, ref.steps[i].grads[name], case.tolerance)
-                state = grad_state(g)
-                held = state in ("none", "zero") if want == "none_or_zero" else state == want
-                return held, _describe_grad(g)
-            checks.append(_over_steps(f"grad {name}", want, steps, one))
-        for name, want in exp.value.items():
-            def one(i, name=name, want=want):
-                now = obs.steps[i].values[name]
-                if want == "reference":
-                    return _compare(now, ref.steps[i].values[name], case.tolerance)
-                delta = float(np.max(np.abs(now - obs.before(i)[name])))
-                moved = not np.array_equal(now, obs.before(i)[name])
-                return moved == (want == "changed"), f"changed by max {delta:.1e}" if moved else "unchanged"
-            checks.append(_over_steps(f"value {name}", want, steps, one))
-        if exp.loss:
-            def one(i):
-                return _compare(np.float64(obs.steps[i].loss), np.float64(ref.steps[i].loss), case.tolerance)
-            checks.append(_over_steps("loss", "reference", steps, one))
-        for name, count in exp.in_optimizer.items():
-            seen = obs.optimizer_params.count(name)
-            checks.append(Check(f"optimizer holds {name}", f"{count}x", f"{seen}x", seen == count))
-        for name, want in exp.trainable.items():
-            got = obs.trainable[name]
-            checks.append(Check(f"trainable {name}", str(want).lower(), str(got).lower(), got == want))
+                    return _compare(g, other.steps[i].grads[name], tol)
+                expected = want if against_spec else _grad_class(other.steps[i].grads[name], want)
+                return _grad_class(g, want) == expected, _describe_grad(g)
+            now = obs.steps[i].values[name]
+            if want == "reference":
+                return _compare(now, other.steps[i].values[name], tol)
+            moved, described = _moved(now, obs.before(i)[name])
+            expected = (want == "changed") if against_spec else _moved(other.steps[i].values[name],
+                                                                       other.before(i)[name])[0]
+            return moved == expected, described
+
+        shown = want if against_spec else f"as the variant oracle ({want} check)"
+        checks.append(_over_steps(label, shown, _steps(spec_step, n), one))
     return checks
 
 
-def documented_by(instance: Instance, version: str, known: list[KnownDivergence],
-                  checks: list[Check]) -> KnownDivergence | None:
-    failed = [c.check for c in checks if not c.held]
-    return next((entry for entry in known if entry.matches(instance.id, version, failed, instance.axes)), None)
+def evaluate(instance: Instance, obs: Observation, ref: Observation) -> list[Check]:
+    """The case's checks: the spec's expectations, `reference` values from the oracle's observation."""
+    return _check(instance, obs, ref, against_spec=True)
+
+
+def unexplained(instance: Instance, obs: Observation, model: Observation) -> Check | None:
+    """The first check on which `obs` differs from `model` (the oracle run under variants), or None
+    when the model reproduces every checked observation."""
+    return next((c for c in _check(instance, obs, model, against_spec=False) if not c.held), None)
 
 
 def failure_summary(checks: list[Check]) -> str:

@@ -28,17 +28,24 @@ def report_dir(tmp_path):
     res.mkdir(parents=True)
     torch_cases = [record(i) for i in INSTANCES]
     torch_cases[0] = record(INSTANCES[0], "divergence", reason="<script>alert(1)</script>",
-                            documented=results.Documented(reason="because", link="https://example.org/doc"),
+                            documented=results.Explanation(variants=[results.VariantRecord(
+                                name="plain-containers-unregistered", reason="because",
+                                link="https://example.org/doc", snippet="docs/confirm/torch/confirm_torch.py")]),
                             checks=[results.CheckRecord(check="value x @ step 1", expected="unchanged",
                                                         observed="changed by max 1e-3", held=False)])
     torch_cases[1] = record(INSTANCES[1], "error", reason="crashed: SIGSEGV")
     torch_cases[2] = record(INSTANCES[2], "unsupported", reason="cannot")
     torch_cases[3] = record(INSTANCES[3], "divergence", reason="undocumented one")
-    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"), cases=torch_cases),
-                  res / "torch.json")
+    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"), cases=torch_cases,
+                                  profile=torch_cases[0].documented.variants), res / "torch.json")
     (res / "paddle.json").write_text('{"schema_version": 1, "oops": true}')
-    results.write(results.Results(complete=False, environment=env("tensorflow", "2.21.0"),
-                                  cases=[record(i) for i in INSTANCES[:5]]), res / "tensorflow.json")
+    counter = results.VariantRecord(name="adam-shared-step-counter", reason="shared iterations", link=None,
+                                    snippet="docs/confirm/tensorflow/snip_adam_global_step.py")
+    tf_cases = [record(i) for i in INSTANCES[:5]]
+    tf_cases[4] = record(INSTANCES[4], "divergence", reason="resumes late",
+                         explained_by=results.Explanation(variants=[counter]))
+    results.write(results.Results(complete=False, environment=env("tensorflow", "2.21.0"), cases=tf_cases,
+                                  profile=[counter]), res / "tensorflow.json")
     return out
 
 
@@ -58,15 +65,16 @@ def write_asv(root, values):
 
 
 
-def stale_known_entries(doc, known):
-    """Known-divergence entries that documented no divergence of this run (outdated, mistyped, or
-    shadowed by an earlier entry): each divergence is documented by the first entry matching it."""
-    used = set()
-    for case in doc.cases:
-        if case.verdict != "divergence":
-            continue
-        failed = [c.check for c in case.checks if not c.held]
-        version = doc.environment.framework_version
-        first = next((n for n, e in enumerate(known) if e.matches(case.id, version, failed, case.axes)), None)
-        used.add(first)
-    return [f"{entry.case} {entry.when or ''}".strip() for n, entry in enumerate(known) if n not in used]
+def profile_gaps(doc) -> tuple[list[str], list[str]]:
+    """What a full run shows the framework's profile (its known variants) failing to account for:
+    instances whose observation the oracle under the profile does not reproduce (an undocumented
+    divergence, or a conform case the profile wrongly predicts to diverge), and variants that no
+    divergence needed (stale, mistyped or wider than the evidence)."""
+    unexplained = sorted(f"{c.id}: {c.unexplained}" for c in doc.cases if c.unexplained)
+    used = {v.name for c in doc.cases for e in (c.documented, c.explained_by) if e for v in e.variants}
+    return unexplained, [v.name for v in doc.profile if v.name not in used]
+
+
+def explained_undocumented(doc) -> set[str]:
+    """Divergences reproduced only with a variant no upstream page states (link: null)."""
+    return {c.id for c in doc.cases if c.explained_by}

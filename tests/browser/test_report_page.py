@@ -1,7 +1,7 @@
 """The built report in a real browser: headless Chromium (Debian's package) renders it offline.
 
-Checks the DOM Chromium produced, one row per case and one column per framework, the benchmark
-plot, and saves a screenshot (reports/screenshot.png, or $CONFORMANCE_SCREENSHOT).
+Checks the DOM Chromium produced, one row per case and one column per framework, the profile table
+and porting notes, the benchmark plot, and saves a screenshot (reports/screenshot.png, or $CONFORMANCE_SCREENSHOT).
 Set CONFORMANCE_REPORT to a built index.html to check that page instead of a synthetic one.
 """
 import os
@@ -57,3 +57,24 @@ def test_report_renders_in_chromium(page):
     shot.parent.mkdir(parents=True, exist_ok=True)
     chromium("--window-size=1400,2400", f"--screenshot={shot}", page.as_uri())
     assert shot.stat().st_size > 10_000
+
+
+def test_profiles_and_porting_notes_in_chromium(page):
+    dom = chromium("--dump-dom", page.as_uri())
+    profiles = dom.split('id="profile-table"', 1)[1].split("</table>", 1)[0]
+    rows = dict(re.findall(r'<tr class="profile-row" data-variant="([^"]+)">(.*?)</tr>', profiles, re.S))
+    assert rows, "no variant in any profile"
+    runs = profiles.split("</tr>", 1)[0].count("<th>") - 2  # after the variant and what-it-does headers
+    for row in rows.values():
+        assert row.count("<td") == 2 + runs
+    if os.environ.get("CONFORMANCE_REPORT"):
+        return
+    assert set(rows) == {"plain-containers-unregistered", "adam-shared-step-counter"}
+    assert 'href="https://example.org/doc"' in rows["plain-containers-unregistered"]
+    assert "no upstream page" in rows["adam-shared-step-counter"]
+    pairs = re.findall(r'<details class="porting" data-from="(\w+)" data-to="(\w+)"', dom)
+    assert sorted(pairs) == [("tensorflow", "torch"), ("torch", "tensorflow")]  # paddle.json is malformed
+    torch_to_tf = dom.split('data-from="torch" data-to="tensorflow"', 1)[1].split("</details>", 1)[0]
+    assert "plain-containers-unregistered" in torch_to_tf and "adam-shared-step-counter" in torch_to_tf
+    for target in re.findall(r'href="#([^"]+)"', torch_to_tf):
+        assert f'id="{target}"' in dom, target  # every "shows in" link lands on a matrix row

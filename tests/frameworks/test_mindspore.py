@@ -19,17 +19,17 @@ from conformance.execute import run_instance
 from conformance.runners.base import Unavailable, Unsupported
 from conformance.runners.mindspore import MindSporeRunner
 from conformance.scenario import batch, initial_values, observe
-from conformance.schema import SPEC_DIR, load_known, load_spec
-from conftest import stale_known_entries
+from conformance.schema import SPEC_DIR, load_known, load_spec, profile
+from conftest import explained_undocumented, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
-KNOWN = load_known("mindspore")
+PROFILE = profile(load_known("mindspore"), ms.__version__)
 RUNNER = MindSporeRunner("cpu")  # one per process: it sets MindSpore's context and device
 
 
 def suite_record(instance_id):
     """The suite's verdict for one instance, run in-process on the mindspore adapter."""
-    return run_instance(RUNNER, SPEC[instance_id], ms.__version__, KNOWN)
+    return run_instance(RUNNER, SPEC[instance_id], PROFILE)
 
 
 def tensors(*shapes, seed=0):
@@ -309,9 +309,8 @@ def test_version_is_a_plain_str():
 
 
 # ---------------------------------------------------------------- the full run
-# Every MindSpore divergence is documented (known/mindspore.yaml); the only instances it cannot express
-# clear gradients to None, which MindSpore's functional gradients do not have.
-UNDOCUMENTED = set()
+# Every MindSpore divergence is reproduced by its documented variants (known/mindspore.yaml); the only
+# instances it cannot express clear gradients to None, which MindSpore's functional gradients do not have.
 
 
 def test_full_run(tmp_path):
@@ -326,9 +325,10 @@ def test_full_run(tmp_path):
     assert unsupported == {i for i, inst in SPEC.items() if inst.axes.get("clear") == "none"}
     assert all("no None gradient" in c.reason for c in doc.cases if c.verdict == "unsupported")
     assert all(c.checks for c in doc.cases if c.verdict != "unsupported")
-    undocumented = {c.id for c in doc.cases if c.verdict == "divergence" and not c.documented}
-    assert undocumented == UNDOCUMENTED, "confirm new mindspore divergences with a snippet, then document or list them"
-    assert not stale_known_entries(doc, KNOWN), "known/mindspore.yaml documents nothing for these"
+    unexplained, unused = profile_gaps(doc)
+    assert not unexplained, "confirm these with a snippet, then add the variant to known/mindspore.yaml or report them"
+    assert not unused, "known/mindspore.yaml lists variants that no divergence needed"
+    assert not explained_undocumented(doc)
 
 
 # ---------------------------------------------------------------- seed 3 in its original shape

@@ -21,16 +21,16 @@ from conformance.execute import run_instance
 from conformance.runners.base import Unavailable
 from conformance.runners.paddle import PaddleRunner
 from conformance.scenario import batch, initial_values, observe
-from conformance.schema import SPEC_DIR, load_known, load_spec
-from conftest import stale_known_entries
+from conformance.schema import SPEC_DIR, load_known, load_spec, profile
+from conftest import explained_undocumented, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
-KNOWN = load_known("paddle")
+PROFILE = profile(load_known("paddle"), paddle.__version__)
 
 
 def suite_record(instance_id):
     """The suite's verdict for one instance, run in-process on the paddle adapter."""
-    return run_instance(PaddleRunner("cpu"), SPEC[instance_id], paddle.__version__, KNOWN)
+    return run_instance(PaddleRunner("cpu"), SPEC[instance_id], PROFILE)
 
 
 def two_layers():
@@ -276,8 +276,9 @@ def test_version_is_a_plain_str():
 
 
 # ---------------------------------------------------------------- the full run
-# Divergences Paddle does not document; each confirmed by a standalone snippet (and a test above).
-UNDOCUMENTED = {
+# Divergences reproduced only with a variant no Paddle page states (link: null in known/paddle.yaml);
+# each confirmed by a standalone snippet (and a test above).
+EXPLAINED_UNDOCUMENTED = {
     # ParamAttr L2Decay with AdamW: coupled L2 on top of the decoupled weight_decay
     # (snip_adamw_regularizer.py; test_adamw_param_attr_regularizer_adds_to_decoupled_decay)
     "per-param-decay-overrides[adamw]",
@@ -292,9 +293,10 @@ def test_full_run(tmp_path):
     assert len(doc.cases) == len(SPEC) and {c.id for c in doc.cases} == set(SPEC)
     assert all(c.references and c.checks for c in doc.cases)
     assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
-    undocumented = {c.id for c in doc.cases if c.verdict == "divergence" and not c.documented}
-    assert undocumented == UNDOCUMENTED, "confirm new paddle divergences with a snippet, then document or list them"
-    assert not stale_known_entries(doc, load_known("paddle")), "known/paddle.yaml documents nothing for these"
+    unexplained, unused = profile_gaps(doc)
+    assert not unexplained, "confirm these with a snippet, then add the variant to known/paddle.yaml or report them"
+    assert not unused, "known/paddle.yaml lists variants that no divergence needed"
+    assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED
 
 
 # ---------------------------------------------------------------- seeds in their original shape

@@ -20,15 +20,16 @@ from conformance.__main__ import main
 from conformance.execute import run_instance
 from conformance.runners.base import Unavailable
 from conformance.scenario import batch, initial_values, observe
-from conformance.schema import SPEC_DIR, load_known, load_spec
+from conformance.schema import SPEC_DIR, load_known, load_spec, profile
+from conftest import explained_undocumented, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
-KNOWN = load_known("tensorflow")
+PROFILE = profile(load_known("tensorflow"), tf.__version__)
 
 
 def suite_record(instance_id, mode="eager"):
     """The suite's verdict for one instance, run in-process on the tensorflow adapter."""
-    return run_instance(TensorFlowRunner("cpu", mode), SPEC[instance_id], tf.__version__, KNOWN)
+    return run_instance(TensorFlowRunner("cpu", mode), SPEC[instance_id], PROFILE)
 
 
 def dense(units, inputs, **kw):
@@ -334,8 +335,9 @@ def test_tf_cpp_logs_are_silenced():
 
 
 # ---------------------------------------------------------------- the full run
-# Divergences TF/Keras do not document; each confirmed by a standalone snippet (and a test above).
-UNDOCUMENTED = {
+# Divergences reproduced only with a variant no TF/Keras page states (link: null in known/tensorflow.yaml);
+# each confirmed by a standalone snippet (and a test above).
+EXPLAINED_UNDOCUMENTED = {
     # Adam/AdamW bias correction uses the optimizer's shared iteration count, not a per-variable
     # step (snip_adam_global_step.py; test_adam_bias_correction_counts_the_optimizer_iterations)
     "state-resumes-after-gap[adam,default]", "state-resumes-after-gap[adam,none]",
@@ -367,16 +369,10 @@ def test_full_run(eager_run):
     unsupported = {c.id: c.reason for c in doc.cases if c.verdict == "unsupported"}
     assert set(unsupported) == set(UNSUPPORTED)
     assert all(unsupported[k].startswith(v) for k, v in UNSUPPORTED.items())
-    undocumented = {c.id for c in doc.cases if c.verdict == "divergence" and not c.documented}
-    assert undocumented == UNDOCUMENTED, "confirm new TF divergences with a snippet, then document or list them"
-
-
-def test_every_known_entry_documents_something(eager_run):
-    """An entry of known/tensorflow.yaml that matches no divergence of the run is stale or mistyped."""
-    divergent = [c for c in eager_run.cases if c.verdict == "divergence"]
-    for entry in KNOWN:
-        assert any(entry.matches(c.id, tf.__version__, [k.check for k in c.checks if not k.held], c.axes)
-                   for c in divergent), f"known entry {entry.case} {dict(entry.when)} matches no divergence"
+    unexplained, unused = profile_gaps(doc)
+    assert not unexplained, "confirm these with a snippet, then add the variant to known/tensorflow.yaml or report them"
+    assert not unused, "known/tensorflow.yaml lists variants that no divergence needed"
+    assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED
 
 
 def test_graph_mode_agrees_with_eager(eager_run, tmp_path):

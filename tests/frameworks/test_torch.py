@@ -11,8 +11,8 @@ from conformance.__main__ import main
 from conformance.runners.base import Unavailable
 from conformance.runners.torch import TorchRunner
 from conformance.scenario import observe
-from conformance.schema import SPEC_DIR, load_known, load_spec
-from conftest import stale_known_entries
+from conformance.schema import SPEC_DIR, load_spec
+from conftest import explained_undocumented, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
 
@@ -114,6 +114,7 @@ def test_full_run(tmp_path, capsys):
     assert len(doc.cases) == len(SPEC) and len({c.base_id for c in doc.cases}) >= 30
     assert all(c.references and c.checks for c in doc.cases)
     assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
-    undocumented = [c.id for c in doc.cases if c.verdict == "divergence" and not c.documented]
-    assert not undocumented, f"confirm and document these torch divergences: {undocumented}"
-    assert not stale_known_entries(doc, load_known("torch")), "known/torch.yaml documents nothing for these"
+    unexplained, unused = profile_gaps(doc)
+    assert not unexplained, "confirm these with a snippet, then add the variant to known/torch.yaml or report them"
+    assert not unused, "known/torch.yaml lists variants that no divergence needed"
+    assert not explained_undocumented(doc)

@@ -31,7 +31,7 @@ def test_run_writes_complete_results(capsys, tmp_path):
     assert lines[1].startswith("[ 1/") and "conform" in lines[1]
     assert "conform" in lines[-1] and str(out_file) in lines[-1]
     doc = results.read(out_file)
-    assert doc.complete and doc.schema_version == 1
+    assert doc.complete and doc.schema_version == 2
     assert {c.base_id for c in doc.cases} == {f"seed-{n}-{s}" for n, s in [
         (1, "decay-moves-unused-layer"), (2, "plain-list-sublayers"), (3, "stop-gradient-vs-frozen"),
         (4, "bn-stats-not-regularized"), (5, "unused-bn-grad")]}
@@ -41,7 +41,7 @@ def test_run_writes_complete_results(capsys, tmp_path):
     assert doc.summary["conform"] == len(doc.cases)
     raw = json.loads(out_file.read_text())
     case = raw["cases"][0]
-    assert {"id", "topic", "title", "references", "verdict", "documented", "checks", "duration_s"} <= case.keys()
+    assert {"id", "topic", "title", "references", "verdict", "documented", "explained_by", "unexplained", "checks", "duration_s"} <= case.keys()
     assert {"check", "expected", "observed", "held"} == case["checks"][0].keys()
     assert not list(out_file.parent.glob("*.tmp"))
 

@@ -1,21 +1,33 @@
 """Scenario engine and verdict logic, driven by in-memory adapters (no framework needed).
 
 The mutants below are the oracle with one semantic changed. Each must be caught by the shipped
-spec: that is what shows the spec's checks can fail.
+spec: that is what shows the spec's checks can fail. The oracle under named variants stands in for a
+framework whose profile is known exactly: that is how the documented / undocumented labels are tested.
 """
 import numpy as np
 import pytest
 
+from conformance import schema
 from conformance.execute import run_instance
 from conformance.reference import ReferenceRunner
 from conformance.runners.base import Unsupported
-from conformance.schema import KnownDivergence, SPEC_DIR, load_spec
+from conformance.schema import KnownVariant, SPEC_DIR, load_spec
 
 SPEC = load_spec(SPEC_DIR)
 
 
-def verdicts(runner_cls, known=()):
-    return {i.id: run_instance(runner_cls(), i, "1.0", list(known)) for i in SPEC}
+def verdicts(make_runner, profile=()):
+    return {i.id: run_instance(make_runner(), i, list(profile)) for i in SPEC}
+
+
+def with_variants(*names):
+    """An in-memory framework that behaves exactly as the oracle under these variants."""
+    return lambda: ReferenceRunner(variants=names)
+
+
+def known(name, link="https://example.org/doc", versions=""):
+    return KnownVariant(variant=name, versions=versions, reason=f"why {name}", link=link,
+                        snippet="docs/confirm/fw/snippet.py")
 
 
 def test_oracle_conforms_to_every_case():
@@ -24,35 +36,9 @@ def test_oracle_conforms_to_every_case():
     assert not bad
 
 
-class ZeroFillingClear(ReferenceRunner):
-    """Default clearing zero-fills gradients, as paddle's clear_grad() does."""
-    def clear_grads(self, mode):
-        super().clear_grads("zeros" if mode == "default" else mode)
-
-
-class BiasedRunningVar(ReferenceRunner):
-    def forward(self, path, x, target, train, backward):
-        import conformance.reference as ref
-        original = ref.batchnorm_running
-        ref.batchnorm_running = lambda m, v, b, mom: ((1 - mom) * m + mom * b.mean(0), (1 - mom) * v + mom * b.var(0))
-        try:
-            return super().forward(path, x, target, train, backward)
-        finally:
-            ref.batchnorm_running = original
-
-
 class CoupledAdamW(ReferenceRunner):
     def make_optimizer(self, optimizer):
         super().make_optimizer(optimizer.model_copy(update={"name": "adam"}) if optimizer.name == "adamw" else optimizer)
-
-
-class ListsNotRegistered(ReferenceRunner):
-    """Like torch: parameters of layers held in plain containers are not in the default collection."""
-    def make_optimizer(self, optimizer):
-        super().make_optimizer(optimizer)
-        if optimizer.params == "default" and self.model.container.startswith("plain"):
-            hidden = {f"{n}." for n in self.model.contained}
-            self.opt_params = [p for p in self.opt_params if not p.startswith(tuple(hidden))]
 
 
 class DecayEverything(ReferenceRunner):
@@ -70,11 +56,11 @@ class DetachIgnored(ReferenceRunner):
 
 
 @pytest.mark.parametrize("mutant, must_catch", [
-    (ZeroFillingClear, ["seed-1-decay-moves-unused-layer[sgd]", "unused-param-grad[default]",
+    (with_variants("clear-default-zero-fills"), ["seed-1-decay-moves-unused-layer[sgd]", "unused-param-grad[default]",
                         "momentum-stops-with-gradient[momentum,default]"]),
-    (BiasedRunningVar, ["bn-running-var-unbiased"]),
+    (with_variants("bn-running-var-biased"), ["bn-running-var-unbiased"]),
     (CoupledAdamW, ["decoupled-adamw-numerics", "per-param-decay-overrides[adamw]"]),
-    (ListsNotRegistered, ["seed-2-plain-list-sublayers", "plain-containers-register[plain_list]"]),
+    (with_variants("plain-containers-unregistered"), ["seed-2-plain-list-sublayers", "plain-containers-register[plain_list]"]),
     (DecayEverything, ["seed-4-bn-stats-not-regularized[sgd,all]", "decay-skips-frozen-param[sgd,default]",
                        "seed-1-decay-moves-unused-layer[sgd]"]),
     (DetachIgnored, ["seed-3-stop-gradient-vs-frozen[sgd,stop_gradient]", "detach-blocks-upstream"]),
@@ -89,26 +75,85 @@ def test_mutant_semantics_are_caught(mutant, must_catch):
 
 def test_variance_estimator_is_a_single_question():
     """Only the case that asks about it depends on the running-variance estimator."""
-    diverging = {k for k, r in verdicts(BiasedRunningVar).items() if r.verdict != "conform"}
+    diverging = {k for k, r in verdicts(with_variants("bn-running-var-biased")).items() if r.verdict != "conform"}
     assert diverging == {"bn-running-var-unbiased"}
 
 
-def test_known_divergence_becomes_documented():
-    entry = KnownDivergence(case="seed-2-plain-list-sublayers", versions=">=1", reason="why",
-                            link="https://example.org/x")
-    results = verdicts(ListsNotRegistered, [entry])
-    record = results["seed-2-plain-list-sublayers"]
-    assert record.verdict == "divergence" and record.documented.reason == "why"
-    assert results["plain-containers-register[plain_list]"].documented is None
-    old = run_instance(ListsNotRegistered(), next(i for i in SPEC if i.id == "seed-2-plain-list-sublayers"),
-                       "0.5", [entry])
-    assert old.documented is None  # outside the version range
+def test_reproduced_divergence_is_documented_with_the_variants_it_needed():
+    framework = with_variants("clear-default-zero-fills", "bn-running-var-biased")
+    profile = [known("clear-default-zero-fills"), known("bn-running-var-biased"), known("adam-epsilon-hat")]
+    results = verdicts(framework, profile)
+    record = results["seed-1-decay-moves-unused-layer[sgd]"]
+    assert record.verdict == "divergence" and record.unexplained is None
+    assert [v.name for v in record.documented.variants] == ["clear-default-zero-fills"]  # ablation
+    assert [v.name for v in results["bn-running-var-unbiased"].documented.variants] == ["bn-running-var-biased"]
+    divergent = [r for r in results.values() if r.verdict == "divergence"]
+    assert divergent and all(r.documented and not r.explained_by for r in divergent)
 
 
-def test_conform_case_is_never_marked_documented():
-    entry = KnownDivergence(case="*", reason="blanket", link="https://example.org/x")
-    record = verdicts(ReferenceRunner, [entry])["sgd-numerics"]
+def test_version_range_limits_the_profile():
+    framework = with_variants("plain-containers-unregistered")
+    instance = next(i for i in SPEC if i.id == "seed-2-plain-list-sublayers")
+    profile = schema.profile([known("plain-containers-unregistered", versions=">=1")], "0.5")
+    record = run_instance(framework(), instance, profile)
+    assert record.verdict == "divergence" and record.documented is None
+    assert record.unexplained.startswith("optimizer holds") or record.unexplained.startswith("value")
+
+
+def test_variant_without_link_explains_but_does_not_document():
+    framework = with_variants("adam-shared-step-counter")
+    record = verdicts(framework, [known("adam-shared-step-counter", link=None)])["state-resumes-after-gap[adam,none]"]
+    assert record.verdict == "divergence" and record.documented is None
+    assert [v.name for v in record.explained_by.variants] == ["adam-shared-step-counter"]
+    assert record.explained_by.variants[0].link is None
+
+
+class DecaysFrozenUnderAdamW(ReferenceRunner):
+    """A new mechanism: AdamW's decoupled decay also moves frozen parameters it holds."""
+    def update(self):
+        frozen = {n: self.values_[n].copy() for n in self.frozen if n in self.opt_params}
+        super().update()
+        if self.opt.name == "adamw":
+            for name, value in frozen.items():
+                self.values_[name] = value * (1 - self.opt.lr * self.opt.weight_decay)
+
+
+def test_a_new_mechanism_stays_undocumented_beside_a_profile_that_explains_others():
+    """The profile holds 'no bias correction'; the adapter also decays frozen parameters under AdamW.
+    Only the divergences that need nothing but the profile are documented."""
+    class Framework(DecaysFrozenUnderAdamW):
+        def __init__(self):
+            super().__init__(variants=["adamw-no-bias-correction"])
+    results = verdicts(Framework, [known("adamw-no-bias-correction")])
+    frozen_adamw = results["decay-skips-frozen-param[adamw,default]"]
+    assert frozen_adamw.verdict == "divergence" and frozen_adamw.documented is None
+    assert frozen_adamw.explained_by is None and "a.weight" in frozen_adamw.unexplained
+    assert results["adam-numerics[adamw]"].documented.variants[0].name == "adamw-no-bias-correction"
+
+
+def test_removing_a_variant_turns_exactly_its_divergences_undocumented():
+    names = ["clear-default-zero-fills", "plain-containers-unregistered", "plain-contained-layers-stay-train",
+             "bn-running-var-biased", "bn-stats-in-parameters"]
+    framework = with_variants(*names)
+    full = verdicts(framework, [known(n) for n in names])
+    assert all(r.documented for r in full.values() if r.verdict == "divergence")
+    for removed in names:
+        fewer = verdicts(framework, [known(n) for n in names if n != removed])
+        needed_it = {i for i, r in full.items() if r.documented and removed in [v.name for v in r.documented.variants]}
+        assert needed_it, removed
+        undocumented = {i for i, r in fewer.items() if r.verdict == "divergence" and not r.documented}
+        assert undocumented == needed_it, removed
+
+
+def test_profile_that_predicts_a_missing_divergence_is_flagged_on_conform_cases():
+    record = verdicts(ReferenceRunner, [known("clear-default-zero-fills")])["unused-param-grad[default]"]
     assert record.verdict == "conform" and record.documented is None
+    assert record.unexplained.startswith("grad a.weight")
+
+
+def test_unknown_variant_name_is_refused():
+    with pytest.raises(ValueError, match="unknown variants: no-such"):
+        ReferenceRunner(variants=["no-such"])
 
 
 class Refuses(ReferenceRunner):
@@ -128,17 +173,17 @@ class Nan(ReferenceRunner):
 
 def test_unsupported_and_error_verdicts():
     instance = next(i for i in SPEC if i.id == "sgd-numerics")
-    unsupported = run_instance(Refuses(), instance, "1", [])
+    unsupported = run_instance(Refuses(), instance, [])
     assert unsupported.verdict == "unsupported" and unsupported.reason == "no such optimizer here"
-    error = run_instance(Crashes(), instance, "1", [])
+    error = run_instance(Crashes(), instance, [])
     assert error.verdict == "error" and error.reason.startswith("RuntimeError: second line")
     assert "\n" not in error.reason
-    nan = run_instance(Nan(), instance, "1", [])
+    nan = run_instance(Nan(), instance, [])
     assert nan.verdict == "divergence"
 
 
 def test_check_records_show_expected_and_observed():
-    record = verdicts(ZeroFillingClear)["unused-param-grad[default]"]
+    record = verdicts(with_variants("clear-default-zero-fills"))["unused-param-grad[default]"]
     failed = [c for c in record.checks if not c.held]
     assert any(c.check == "grad a.weight @ step 1" and c.expected == "none" and c.observed == "zero"
                for c in failed)

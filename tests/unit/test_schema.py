@@ -3,7 +3,7 @@ import textwrap
 
 import pytest
 
-from conformance.schema import SPEC_DIR, SpecError, load_known, load_spec
+from conformance.schema import SPEC_DIR, SpecError, load_known, load_spec, profile
 
 GOOD = """\
 topic: gradient_flow
@@ -133,37 +133,55 @@ def test_no_spec_files(tmp_path):
         load_spec(tmp_path)
 
 
-def test_known_file_validation(tmp_path):
-    (tmp_path / "torch.yaml").write_text("divergences:\n  - case: x\n    reason: r\n    link: not a url\n")
-    with pytest.raises(SpecError, match=r"torch.yaml:4: .*URL"):
-        load_known("torch", tmp_path)
-    (tmp_path / "torch.yaml").write_text("divergences:\n  - case: x\n    versions: '>>2'\n"
-                                         "    reason: r\n    link: https://e.org\n")
-    with pytest.raises(SpecError, match=r"torch.yaml:2: invalid version specifier"):
-        load_known("torch", tmp_path)
+ENTRY = "  - variant: {name}\n    versions: '{versions}'\n    reason: r\n    link: {link}\n    snippet: {snippet}\n"
 
 
-def test_known_entry_matching(tmp_path):
-    (tmp_path / "fw.yaml").write_text("divergences:\n  - {case: a-case, versions: '>=2', reason: r, link: https://e.org}\n"
-                                      "  - {case: 'b-*[sgd*', reason: r, link: https://e.org}\n")
-    first, second = load_known("fw", tmp_path)
-    assert first.matches("a-case[sgd,default]", "2.13.0+cpu") and not first.matches("a-case", "1.9")
-    assert not first.matches("a-case-longer", "2.1")
-    assert second.matches("b-x[sgd,none]", "0.1") and not second.matches("b-x[adam]", "0.1")
+def known_file(tmp_path, *entries, **fields):
+    defaults = dict(name="bn-running-var-biased", versions="", link="https://e.org", snippet="docs/confirm/fw/s.py")
+    body = "".join(ENTRY.format(**{**defaults, **fields, **e}) for e in entries or [{}])
+    (tmp_path / "fw.yaml").write_text("variants:\n" + body)
 
 
-def test_known_entry_exact_instance_id_and_checks(tmp_path):
-    (tmp_path / "fw.yaml").write_text("divergences:\n  - {case: 'c[sgd,default]', reason: r, link: https://e.org,\n"
-                                      "     checks: ['value bn.running_var @ *']}\n")
-    (entry,) = load_known("fw", tmp_path)
-    assert entry.matches("c[sgd,default]", "1", ["value bn.running_var @ step 0"])
-    assert not entry.matches("c[sgd,none]", "1", ["value bn.running_var @ step 0"])
-    assert not entry.matches("c[sgd,default]", "1", ["value bn.running_var @ step 0", "grad a.weight @ step 1"])
-    (tmp_path / "fw.yaml").write_text("divergences:\n  - {case: c, when: {clear: [default, zeros]}, reason: r, "
-                                      "link: https://e.org}\n")
-    (entry,) = load_known("fw", tmp_path)
-    assert entry.matches("c[sgd,zeros]", "1", [], {"optimizer": "sgd", "clear": "zeros"})
-    assert not entry.matches("c[sgd,none]", "1", [], {"optimizer": "sgd", "clear": "none"})
+@pytest.mark.parametrize("fields, message", [
+    (dict(name="no-such-variant"), r"fw.yaml:2: .*unknown variant 'no-such-variant'"),
+    (dict(link="not a url"), r"fw.yaml:5: .*URL"),
+    (dict(versions=">>2"), r"fw.yaml:3: .*invalid version specifier"),
+    (dict(snippet="/etc/passwd"), r"fw.yaml:6: .*snippet"),
+])
+def test_known_file_errors_name_file_and_line(tmp_path, fields, message):
+    known_file(tmp_path, **fields)
+    with pytest.raises(SpecError, match=message):
+        load_known("fw", tmp_path)
+
+
+def test_known_file_has_no_patterns_and_lists_a_variant_once(tmp_path):
+    (tmp_path / "fw.yaml").write_text("variants:\n  - {variant: bn-running-var-biased, case: '*', reason: r, "
+                                      "link: null, snippet: docs/confirm/fw/s.py}\n")
+    with pytest.raises(SpecError, match="unknown key 'variants.0.case'"):
+        load_known("fw", tmp_path)
+    known_file(tmp_path, {}, {})
+    with pytest.raises(SpecError, match="listed twice"):
+        load_known("fw", tmp_path)
+
+
+def test_profile_by_version(tmp_path):
+    known_file(tmp_path, dict(name="bn-running-var-biased", versions=">=2"),
+               dict(name="adam-epsilon-hat", versions="", link="null"))
+    variants = load_known("fw", tmp_path)
+    assert variants[1].link is None
+    assert [v.variant for v in profile(variants, "2.13.0+cpu")] == ["bn-running-var-biased", "adam-epsilon-hat"]
+    assert [v.variant for v in profile(variants, "1.9")] == ["adam-epsilon-hat"]
+    assert [v.variant for v in profile(variants, "not-a-version")] == ["adam-epsilon-hat"]
+
+
+def test_shipped_known_files_are_valid_and_their_snippets_exist():
+    root = SPEC_DIR.parent.parent
+    for framework in ("torch", "paddle", "mindspore", "tensorflow"):
+        variants = load_known(framework)
+        assert variants, framework
+        for v in variants:
+            assert (root / v.snippet).is_file(), (framework, v.snippet)
+            assert v.snippet.startswith(f"docs/confirm/{framework}/")
 
 
 def test_shipped_spec_is_valid_and_complete():
