@@ -9,6 +9,8 @@ import copy
 import fnmatch
 import hashlib
 import itertools
+import os
+import stat
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
@@ -30,6 +32,10 @@ BATCHNORM_PARAMS = ("weight", "bias", "running_mean", "running_var")
 
 class SpecError(Exception):
     """A spec or known-divergence file is malformed; the message is one line."""
+
+
+# Limits against hostile files; the shipped ones are under 8 KB.
+MAX_FILE_BYTES = 1 << 20
 
 
 # ---------------------------------------------------------------- YAML with line numbers
@@ -71,13 +77,25 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
 
 
-def load_yaml(path: Path):
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # /dev/zero, a FIFO: endless
+                raise SpecError(f"{path}: not a regular file")
+            data = file.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def load_yaml(path: Path):
+    text = _read(path)
     loader = None
     try:
         loader = _Loader(text)
