@@ -34,8 +34,9 @@ class SpecError(Exception):
     """A spec or known-divergence file is malformed; the message is one line."""
 
 
-# Limits against hostile files; the shipped ones are under 8 KB.
+# Limits against hostile files; the shipped ones are under 8 KB and nest under 10 levels.
 MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 64  # well below where construction would hit Python's recursion limit
 
 
 # ---------------------------------------------------------------- YAML with line numbers
@@ -50,7 +51,33 @@ class _LineList(list):
 
 
 class _Loader(yaml.SafeLoader):
-    pass
+    depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent):
+            # Aliases of lists or mappings let a few bytes describe an exponentially large document.
+            target = self.anchors.get(event.anchor)
+            if target is not None and not isinstance(target, yaml.ScalarNode):
+                raise SpecError(f"{self.name}:{line}: alias *{event.anchor} refers to a list or mapping; "
+                                "only plain values may be aliased")
+            return super().compose_node(parent, index)
+        if event.tag is not None:  # a spec needs none, and a tag of the wrong kind crashes the constructor
+            raise SpecError(f"{self.name}:{line}: YAML tags are not allowed ({event.tag})")
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise SpecError(f"{self.name}:{line}: nested more than {MAX_DEPTH} levels deep")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:  # a plain scalar that looks typed but is not: 0b_, 2001-13-45
+            raise SpecError(f"{self.name}:{node.start_mark.line + 1}: invalid value: {exc}") from None
 
 
 def _mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
@@ -58,8 +85,10 @@ def _mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
     out = _LineDict()
     out.line, out.key_lines = node.start_mark.line + 1, {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
+        if not isinstance(key_node, yaml.ScalarNode):  # a list or mapping key is unhashable
+            raise SpecError(f"{loader.name}:{line}: a mapping key must be a plain value, not a list or mapping")
+        key = loader.construct_object(key_node, deep=True)
         if key in out:  # PyYAML would silently keep the last one
             raise SpecError(f"{loader.name}:{line}: duplicate key {key!r}")
         out[key] = loader.construct_object(value_node, deep=True)

@@ -59,3 +59,57 @@ def test_oversized_file_is_refused(tmp_path):
     padding = ("# " + "x" * 98 + "\n") * 11000  # 1.1 MB of comments: valid YAML, too large
     msg = error_of(tmp_path, GOOD + padding)
     assert msg.startswith(f"{tmp_path / 'topic.yaml'}: ") and "larger than 1024 KiB" in msg
+
+
+# ---------------------------------------------------------------- YAML structure
+def test_deep_nesting_is_refused(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("title: A tiny case", "title: " + "[" * 300 + "]" * 300))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:4: ") and "nested more than 64 levels" in msg
+
+
+def test_nesting_under_the_limit_reaches_validation(tmp_path):
+    text = with_case_keys("    variants:\n      v: {model.frozen: " + "[" * 50 + "]" * 50 + "}\n")
+    with pytest.raises(SpecError, match="model.frozen"):  # nesting is fine; the value is not a name list
+        load_spec(write_spec(tmp_path, text))
+
+
+@pytest.mark.parametrize("key", ["? [a]\n    : 1", "{[a]: 1}: 1", "? {a: 1}\n    : 1"])
+def test_list_or_mapping_key_is_refused(tmp_path, key):
+    msg = error_of(tmp_path, GOOD.replace("    title: A tiny case", f"    {key}\n    title: A tiny case"))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:4: ") and "mapping key must be a plain value" in msg
+
+
+def test_alias_bomb_is_refused(tmp_path):
+    # each level doubles the one before: 30 more levels would make a billion strings
+    bomb = "[&a0 [sgd, sgd], &a1 [*a0, *a0], &a2 [*a1, *a1]]"
+    msg = error_of(tmp_path, with_case_keys(f"    variants:\n      v:\n        x: {bomb}\n"))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:8: ") and "alias *a0 refers to a list or mapping" in msg
+
+
+def test_alias_of_a_mapping_is_refused(tmp_path):
+    text = with_case_keys("    variants:\n      v: &same {model.frozen: [a]}\n      w: *same\n")
+    msg = error_of(tmp_path, text)
+    assert ":8:" in msg and "alias *same" in msg
+
+
+def test_alias_of_a_plain_value_loads(tmp_path):
+    instances = load_spec(write_spec(tmp_path, with_case_keys("    clear: &z zeros\n    matrix: {clear: [none, *z]}\n")))
+    assert [i.id for i in instances] == ["tiny[none]", "tiny[zeros]"]
+
+
+def test_shipped_known_files_load():
+    # tensorflow.yaml shares reason strings through anchors
+    for framework in ("torch", "paddle", "mindspore", "tensorflow"):
+        assert load_known(framework, KNOWN_DIR)
+
+
+@pytest.mark.parametrize("value", ["!!map abc", "!!seq abc", "!!float x", "!!python/name:os.system"])
+def test_yaml_tags_are_refused(tmp_path, value):
+    msg = error_of(tmp_path, GOOD.replace("title: A tiny case", f"title: {value}"))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:4: ") and "YAML tags are not allowed" in msg
+
+
+@pytest.mark.parametrize("value", ["0b_", "-0x_", "2001-13-45", "2001-02-30 12:00:00"])
+def test_malformed_typed_scalar_is_refused(tmp_path, value):
+    msg = error_of(tmp_path, GOOD.replace("title: A tiny case", f"title: {value}"))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:4: invalid value: ")
