@@ -9,13 +9,14 @@ import copy
 import fnmatch
 import hashlib
 import itertools
+import math
 import os
 import stat
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
 
 PACKAGE_DIR = Path(__file__).parent
 SPEC_DIR = PACKAGE_DIR / "spec"
@@ -37,6 +38,9 @@ class SpecError(Exception):
 # Limits against hostile files; the shipped ones are under 8 KB and nest under 10 levels.
 MAX_FILE_BYTES = 1 << 20
 MAX_DEPTH = 64  # well below where construction would hit Python's recursion limit
+# A few bytes of matrix can describe millions of instances; the shipped spec has 133.
+MAX_CASE_INSTANCES = 1000
+MAX_INSTANCES = 20000
 
 
 # ---------------------------------------------------------------- YAML with line numbers
@@ -263,6 +267,18 @@ class Expect(_Strict):
         return self
 
 
+def _distinct(values: list) -> list:
+    seen = set()
+    for value in values:
+        if str(value) in seen:
+            raise ValueError(f"duplicate value {str(value)!r}: instance ids would repeat")
+        seen.add(str(value))
+    return values
+
+
+Axis = Annotated[list, Field(min_length=1), AfterValidator(_distinct)]  # empty would drop the case silently
+
+
 class Tolerance(_Strict):
     rtol: float = 1e-4
     atol: float = 1e-5
@@ -272,7 +288,7 @@ class Case(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
     references: list[HttpUrl] = Field(min_length=1)
-    matrix: dict[Literal["optimizer", "clear", "params", "container"], list] = {}
+    matrix: dict[Literal["optimizer", "clear", "params", "container"], Axis] = {}
     # Named override sets, one instance each: {name: {dotted.field: value}}
     variants: dict[str, dict[str, object]] = {}
     model: Model
@@ -284,6 +300,13 @@ class Case(_Strict):
     timeout: float | None = Field(None, gt=0)  # seconds; overrides the run's default
     steps: list[Step] = Field(min_length=1, max_length=1000)
     expect: list[Expect] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _few_instances(self):
+        count = instance_count(self)
+        if count > MAX_CASE_INSTANCES:
+            raise ValueError(f"matrix and variants make {count} instances; at most {MAX_CASE_INSTANCES} per case")
+        return self
 
     @model_validator(mode="after")
     def _names_exist(self):
@@ -346,6 +369,10 @@ def _set_dotted(data: dict, dotted: str, value) -> None:
     data[last] = value
 
 
+def instance_count(case: Case) -> int:
+    return math.prod(len(values) for values in case.matrix.values()) * max(len(case.variants), 1)
+
+
 def expand(case: Case, topic: str, source: str) -> list[Instance]:
     axes = list(case.matrix.items())
     if case.variants:
@@ -380,7 +407,7 @@ def load_spec(spec_dir: Path = SPEC_DIR) -> list[Instance]:
     files = sorted(Path(spec_dir).glob("*.yaml"))
     if not files:
         raise SpecError(f"{spec_dir}: no spec files (*.yaml)")
-    instances, seen = [], {}
+    cases, seen, total = [], {}, 0
     for path in files:
         raw = load_yaml(path)
         parsed = _validate(CaseFile, raw, path)
@@ -389,7 +416,11 @@ def load_spec(spec_dir: Path = SPEC_DIR) -> list[Instance]:
             if case.id in seen:
                 raise SpecError(f"{path}:{line}: duplicate case id {case.id!r} (first at {seen[case.id]})")
             seen[case.id] = f"{path.name}:{line}"
-            instances += expand(case, parsed.topic, f"{path.name}:{line}")
+            total += instance_count(case)
+            if total > MAX_INSTANCES:  # counted before any is built
+                raise SpecError(f"{path}:{line}: the spec makes over {MAX_INSTANCES} instances by this case")
+            cases.append((case, parsed.topic, f"{path.name}:{line}"))
+    instances = [inst for case, topic, source in cases for inst in expand(case, topic, source)]
     return sorted(instances, key=lambda inst: TOPICS.index(inst.topic))  # seeds first
 
 

@@ -113,3 +113,35 @@ def test_yaml_tags_are_refused(tmp_path, value):
 def test_malformed_typed_scalar_is_refused(tmp_path, value):
     msg = error_of(tmp_path, GOOD.replace("title: A tiny case", f"title: {value}"))
     assert msg.startswith(f"{tmp_path / 'topic.yaml'}:4: invalid value: ")
+
+
+# ---------------------------------------------------------------- matrix expansion
+def matrix(n_optimizers, n_clears):
+    """A matrix of distinct (and invalid) names: only counting can refuse it before the first instance."""
+    optimizers = ", ".join(f"o{i}" for i in range(n_optimizers))
+    clears = ", ".join(f"c{i}" for i in range(n_clears))
+    return f"    matrix: {{optimizer: [{optimizers}], clear: [{clears}]}}\n"
+
+
+def test_case_with_too_many_instances(tmp_path):
+    msg = error_of(tmp_path, with_case_keys(matrix(40, 26)))  # 1040 instances
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}{CASE_LINE} ") and "1040 instances; at most 1000" in msg
+
+
+def test_spec_with_too_many_instances(tmp_path):
+    # 21 cases of 1000 instances each; 3.6 KB of such matrices once made 10 million
+    case = with_case_keys(matrix(40, 25)).split("cases:\n")[1]
+    text = "topic: gradient_flow\ncases:\n" + "".join(case.replace("id: tiny", f"id: tiny-{i}") for i in range(21))
+    msg = error_of(tmp_path, text)
+    line = 3 + 20 * case.count("\n")
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:{line}: ") and "over 20000 instances" in msg
+
+
+def test_duplicate_matrix_value(tmp_path):
+    msg = error_of(tmp_path, with_case_keys("    matrix:\n      clear: [none, zeros]\n      optimizer: [sgd, adam, sgd]\n"))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:8: ") and "duplicate value 'sgd'" in msg
+
+
+def test_empty_matrix_axis(tmp_path):
+    msg = error_of(tmp_path, with_case_keys("    matrix: {optimizer: []}\n"))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:6: ") and "matrix.optimizer" in msg
