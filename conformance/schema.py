@@ -182,6 +182,10 @@ class _Strict(BaseModel):
 
 
 Width = Annotated[int, Field(ge=1, le=1024)]  # cases are tiny models; bounds keep the oracle quick
+# Hyperparameters: finite, and in the range where the update rule means something.
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+DecayRate = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]  # momentum, Adam's betas
 
 
 class Layer(_Strict):
@@ -190,8 +194,8 @@ class Layer(_Strict):
     batchnorm: Width | None = None
     tie: str | None = None
     bias: bool = True
-    momentum: float = 0.1  # BatchNorm: weight of the new batch in the running statistics
-    eps: float = 1e-5
+    momentum: float = Field(0.1, ge=0, le=1, allow_inf_nan=False)  # BatchNorm: weight of the new batch
+    eps: Positive = 1e-5
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -225,16 +229,16 @@ class Model(_Strict):
 
 class Optimizer(_Strict):
     name: Literal["sgd", "momentum", "adam", "adamw"]
-    lr: float = 0.1
-    weight_decay: float = 0.0  # coupled L2 for sgd/momentum/adam, decoupled for adamw
-    momentum: float = 0.9
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-8
+    lr: NonNegative = 0.1
+    weight_decay: NonNegative = 0.0  # coupled L2 for sgd/momentum/adam, decoupled for adamw
+    momentum: DecayRate = 0.9
+    betas: tuple[DecayRate, DecayRate] = (0.9, 0.999)
+    eps: Positive = 1e-8
     # default: the framework's idiomatic parameter collection of the model;
     # all: every piece of model state, BatchNorm statistics included; or explicit names.
     params: Union[Literal["default", "all"], list[str]] = "default"
-    regularizers: dict[str, float] = {}  # per-parameter decay coefficient, overrides weight_decay
-    clip_global_norm: float | None = None
+    regularizers: dict[str, NonNegative] = {}  # per-parameter decay coefficient, overrides weight_decay
+    clip_global_norm: Positive | None = None
 
 
 class Step(_Strict):
@@ -280,8 +284,8 @@ Axis = Annotated[list, Field(min_length=1), AfterValidator(_distinct)]  # empty 
 
 
 class Tolerance(_Strict):
-    rtol: float = 1e-4
-    atol: float = 1e-5
+    rtol: NonNegative = 1e-4
+    atol: NonNegative = 1e-5
 
 
 class Case(_Strict):
@@ -294,10 +298,10 @@ class Case(_Strict):
     model: Model
     optimizer: Optimizer
     clear: ClearMode = "default"
-    seed: int = 0
+    seed: int = Field(0, ge=0)  # numpy refuses negative seeds
     batch_size: int = Field(8, ge=2, le=4096)  # BatchNorm's unbiased variance needs 2
     tolerance: Tolerance = Tolerance()
-    timeout: float | None = Field(None, gt=0)  # seconds; overrides the run's default
+    timeout: float | None = Field(None, gt=0, le=3600, allow_inf_nan=False)  # seconds; overrides the run's default
     steps: list[Step] = Field(min_length=1, max_length=1000)
     expect: list[Expect] = Field(min_length=1)
 

@@ -139,10 +139,70 @@ def test_spec_with_too_many_instances(tmp_path):
 
 
 def test_duplicate_matrix_value(tmp_path):
-    msg = error_of(tmp_path, with_case_keys("    matrix:\n      clear: [none, zeros]\n      optimizer: [sgd, adam, sgd]\n"))
+    text = with_case_keys("    matrix:\n      clear: [none, zeros]\n      optimizer: [sgd, adam, sgd]\n")
+    msg = error_of(tmp_path, text)
     assert msg.startswith(f"{tmp_path / 'topic.yaml'}:8: ") and "duplicate value 'sgd'" in msg
 
 
 def test_empty_matrix_axis(tmp_path):
     msg = error_of(tmp_path, with_case_keys("    matrix: {optimizer: []}\n"))
     assert msg.startswith(f"{tmp_path / 'topic.yaml'}:6: ") and "matrix.optimizer" in msg
+
+
+# ---------------------------------------------------------------- values out of range
+@pytest.mark.parametrize("value", [".inf", "1.0e+308", "1e308", ".nan", "3601"])
+def test_timeout_out_of_range(tmp_path, value):
+    msg = error_of(tmp_path, with_case_keys(f"    timeout: {value}\n"))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:6: cases.0.timeout: ")
+
+
+def test_timeout_in_range_loads(tmp_path):
+    (instance,) = load_spec(write_spec(tmp_path, with_case_keys("    timeout: 3600\n")))
+    assert instance.case.timeout == 3600
+
+
+OPTIMIZER = "optimizer: {name: sgd}"
+
+
+@pytest.mark.parametrize("old, new, field", [
+    (OPTIMIZER, "optimizer: {name: sgd, lr: -0.1}", "optimizer.lr"),
+    (OPTIMIZER, "optimizer: {name: sgd, lr: .nan}", "optimizer.lr"),
+    (OPTIMIZER, "optimizer: {name: sgd, weight_decay: -0.01}", "optimizer.weight_decay"),
+    (OPTIMIZER, "optimizer: {name: sgd, weight_decay: .inf}", "optimizer.weight_decay"),
+    (OPTIMIZER, "optimizer: {name: momentum, momentum: 1.0}", "optimizer.momentum"),
+    (OPTIMIZER, "optimizer: {name: momentum, momentum: -0.5}", "optimizer.momentum"),
+    (OPTIMIZER, "optimizer: {name: adam, betas: [1.0, 0.999]}", "optimizer.betas.0"),
+    (OPTIMIZER, "optimizer: {name: adam, betas: [0.9, .nan]}", "optimizer.betas.1"),
+    (OPTIMIZER, "optimizer: {name: adam, eps: -1.0e-8}", "optimizer.eps"),
+    (OPTIMIZER, "optimizer: {name: adam, eps: 0}", "optimizer.eps"),
+    (OPTIMIZER, "optimizer: {name: sgd, regularizers: {a.weight: -1}}", "optimizer.regularizers.a.weight"),
+    (OPTIMIZER, "optimizer: {name: sgd, clip_global_norm: -1}", "optimizer.clip_global_norm"),
+    (OPTIMIZER, "optimizer: {name: sgd, clip_global_norm: .inf}", "optimizer.clip_global_norm"),
+    (OPTIMIZER, OPTIMIZER + "\n    tolerance: {rtol: -1.0e-4}", "tolerance.rtol"),
+    (OPTIMIZER, OPTIMIZER + "\n    tolerance: {atol: .nan}", "tolerance.atol"),
+    (OPTIMIZER, OPTIMIZER + "\n    seed: -1", "seed"),
+])
+def test_nonsense_hyperparameter(tmp_path, old, new, field):
+    msg = error_of(tmp_path, GOOD.replace(old, new))
+    line = 10 if "\n" in new else 9
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:{line}: cases.0.{field}: ")
+
+
+@pytest.mark.parametrize("layer, field", [
+    ("{batchnorm: 2, momentum: 1.5}", "momentum"), ("{batchnorm: 2, momentum: -0.1}", "momentum"),
+    ("{batchnorm: 2, eps: 0}", "eps"), ("{batchnorm: 2, eps: -1.0e-5}", "eps"), ("{batchnorm: 2, eps: .nan}", "eps"),
+])
+def test_nonsense_batchnorm(tmp_path, layer, field):
+    msg = error_of(tmp_path, GOOD.replace("{linear: [2, 2]}", "{linear: [2, 2]}\n        bn: " + layer))
+    assert msg.startswith(f"{tmp_path / 'topic.yaml'}:9: cases.0.model.layers.bn.{field}: ")
+
+
+def test_batchnorm_momentum_one_loads(tmp_path):
+    text = GOOD.replace("{linear: [2, 2]}", "{linear: [2, 2]}\n        bn: {batchnorm: 2, momentum: 1, eps: 1.0e-3}")
+    (instance,) = load_spec(write_spec(tmp_path, text))
+    assert instance.case.model.layers["bn"].momentum == 1
+
+
+def test_nonsense_value_set_by_a_variant(tmp_path):
+    msg = error_of(tmp_path, with_case_keys("    variants:\n      bad: {optimizer.eps: -1}\n"))
+    assert msg.startswith("topic.yaml:3: tiny[bad]: optimizer.eps: ")
