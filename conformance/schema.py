@@ -8,11 +8,15 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
+import math
+import os
+import stat
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator,
+                      model_validator)
 
 PACKAGE_DIR = Path(__file__).parent
 SPEC_DIR = PACKAGE_DIR / "spec"
@@ -31,6 +35,14 @@ class SpecError(Exception):
     """A spec or known-divergence file is malformed; the message is one line."""
 
 
+# Limits against hostile files; the shipped ones are under 8 KB and nest under 10 levels.
+MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 64  # well below where construction would hit Python's recursion limit
+# A few bytes of matrix can describe millions of instances; the shipped spec has 133.
+MAX_CASE_INSTANCES = 1000
+MAX_INSTANCES = 20000
+
+
 # ---------------------------------------------------------------- YAML with line numbers
 class _LineDict(dict):
     line = 0
@@ -43,7 +55,33 @@ class _LineList(list):
 
 
 class _Loader(yaml.SafeLoader):
-    pass
+    depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent):
+            # Aliases of lists or mappings let a few bytes describe an exponentially large document.
+            target = self.anchors.get(event.anchor)
+            if target is not None and not isinstance(target, yaml.ScalarNode):
+                raise SpecError(f"{self.name}:{line}: alias *{event.anchor} refers to a list or mapping; "
+                                "only plain values may be aliased")
+            return super().compose_node(parent, index)
+        if event.tag is not None:  # a spec needs none, and a tag of the wrong kind crashes the constructor
+            raise SpecError(f"{self.name}:{line}: YAML tags are not allowed ({event.tag})")
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise SpecError(f"{self.name}:{line}: nested more than {MAX_DEPTH} levels deep")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:  # a plain scalar that looks typed but is not: 0b_, 2001-13-45
+            raise SpecError(f"{self.name}:{node.start_mark.line + 1}: invalid value: {exc}") from None
 
 
 def _mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
@@ -51,8 +89,10 @@ def _mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
     out = _LineDict()
     out.line, out.key_lines = node.start_mark.line + 1, {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
+        if not isinstance(key_node, yaml.ScalarNode):  # a list or mapping key is unhashable
+            raise SpecError(f"{loader.name}:{line}: a mapping key must be a plain value, not a list or mapping")
+        key = loader.construct_object(key_node, deep=True)
         if key in out:  # PyYAML would silently keep the last one
             raise SpecError(f"{loader.name}:{line}: duplicate key {key!r}")
         out[key] = loader.construct_object(value_node, deep=True)
@@ -70,13 +110,25 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
 
 
-def load_yaml(path: Path):
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # /dev/zero, a FIFO: endless
+                raise SpecError(f"{path}: not a regular file")
+            data = file.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def load_yaml(path: Path):
+    text = _read(path)
     loader = None
     try:
         loader = _Loader(text)
@@ -130,6 +182,10 @@ class _Strict(BaseModel):
 
 
 Width = Annotated[int, Field(ge=1, le=1024)]  # cases are tiny models; bounds keep the oracle quick
+# Hyperparameters: finite, and in the range where the update rule means something.
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+DecayRate = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]  # momentum, Adam's betas
 
 
 class Layer(_Strict):
@@ -138,8 +194,8 @@ class Layer(_Strict):
     batchnorm: Width | None = None
     tie: str | None = None
     bias: bool = True
-    momentum: float = 0.1  # BatchNorm: weight of the new batch in the running statistics
-    eps: float = 1e-5
+    momentum: float = Field(0.1, ge=0, le=1, allow_inf_nan=False)  # BatchNorm: weight of the new batch
+    eps: Positive = 1e-5
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -173,16 +229,16 @@ class Model(_Strict):
 
 class Optimizer(_Strict):
     name: Literal["sgd", "momentum", "adam", "adamw"]
-    lr: float = 0.1
-    weight_decay: float = 0.0  # coupled L2 for sgd/momentum/adam, decoupled for adamw
-    momentum: float = 0.9
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-8
+    lr: NonNegative = 0.1
+    weight_decay: NonNegative = 0.0  # coupled L2 for sgd/momentum/adam, decoupled for adamw
+    momentum: DecayRate = 0.9
+    betas: tuple[DecayRate, DecayRate] = (0.9, 0.999)
+    eps: Positive = 1e-8
     # default: the framework's idiomatic parameter collection of the model;
     # all: every piece of model state, BatchNorm statistics included; or explicit names.
     params: Union[Literal["default", "all"], list[str]] = "default"
-    regularizers: dict[str, float] = {}  # per-parameter decay coefficient, overrides weight_decay
-    clip_global_norm: float | None = None
+    regularizers: dict[str, NonNegative] = {}  # per-parameter decay coefficient, overrides weight_decay
+    clip_global_norm: Positive | None = None
 
 
 class Step(_Strict):
@@ -215,27 +271,46 @@ class Expect(_Strict):
         return self
 
 
+def _distinct(values: list) -> list:
+    seen = set()
+    for value in values:
+        if str(value) in seen:
+            raise ValueError(f"duplicate value {str(value)!r}: instance ids would repeat")
+        seen.add(str(value))
+    return values
+
+
+Axis = Annotated[list, Field(min_length=1), AfterValidator(_distinct)]  # empty would drop the case silently
+
+
 class Tolerance(_Strict):
-    rtol: float = 1e-4
-    atol: float = 1e-5
+    rtol: NonNegative = 1e-4
+    atol: NonNegative = 1e-5
 
 
 class Case(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
     references: list[HttpUrl] = Field(min_length=1)
-    matrix: dict[Literal["optimizer", "clear", "params", "container"], list] = {}
+    matrix: dict[Literal["optimizer", "clear", "params", "container"], Axis] = {}
     # Named override sets, one instance each: {name: {dotted.field: value}}
     variants: dict[str, dict[str, object]] = {}
     model: Model
     optimizer: Optimizer
     clear: ClearMode = "default"
-    seed: int = 0
+    seed: int = Field(0, ge=0)  # numpy refuses negative seeds
     batch_size: int = Field(8, ge=2, le=4096)  # BatchNorm's unbiased variance needs 2
     tolerance: Tolerance = Tolerance()
-    timeout: float | None = Field(None, gt=0)  # seconds; overrides the run's default
+    timeout: float | None = Field(None, gt=0, le=3600, allow_inf_nan=False)  # seconds; overrides the run's default
     steps: list[Step] = Field(min_length=1, max_length=1000)
     expect: list[Expect] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _few_instances(self):
+        count = instance_count(self)
+        if count > MAX_CASE_INSTANCES:
+            raise ValueError(f"matrix and variants make {count} instances; at most {MAX_CASE_INSTANCES} per case")
+        return self
 
     @model_validator(mode="after")
     def _names_exist(self):
@@ -298,6 +373,10 @@ def _set_dotted(data: dict, dotted: str, value) -> None:
     data[last] = value
 
 
+def instance_count(case: Case) -> int:
+    return math.prod(len(values) for values in case.matrix.values()) * max(len(case.variants), 1)
+
+
 def expand(case: Case, topic: str, source: str) -> list[Instance]:
     axes = list(case.matrix.items())
     if case.variants:
@@ -332,7 +411,7 @@ def load_spec(spec_dir: Path = SPEC_DIR) -> list[Instance]:
     files = sorted(Path(spec_dir).glob("*.yaml"))
     if not files:
         raise SpecError(f"{spec_dir}: no spec files (*.yaml)")
-    instances, seen = [], {}
+    cases, seen, total = [], {}, 0
     for path in files:
         raw = load_yaml(path)
         parsed = _validate(CaseFile, raw, path)
@@ -341,7 +420,11 @@ def load_spec(spec_dir: Path = SPEC_DIR) -> list[Instance]:
             if case.id in seen:
                 raise SpecError(f"{path}:{line}: duplicate case id {case.id!r} (first at {seen[case.id]})")
             seen[case.id] = f"{path.name}:{line}"
-            instances += expand(case, parsed.topic, f"{path.name}:{line}")
+            total += instance_count(case)
+            if total > MAX_INSTANCES:  # counted before any is built
+                raise SpecError(f"{path}:{line}: the spec makes over {MAX_INSTANCES} instances by this case")
+            cases.append((case, parsed.topic, f"{path.name}:{line}"))
+    instances = [inst for case, topic, source in cases for inst in expand(case, topic, source)]
     return sorted(instances, key=lambda inst: TOPICS.index(inst.topic))  # seeds first
 
 

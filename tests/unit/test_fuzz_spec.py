@@ -82,3 +82,27 @@ def test_known_file_fuzz(tmp_path, value):
         load_known("fw", tmp_path)
     except SpecError as exc:
         assert "\n" not in str(exc)
+
+
+# Raw YAML that a value of a dumped document cannot express: deep nesting, aliases, complex keys, tags.
+fragments = st.one_of(
+    st.integers(0, 300).map(lambda n: "[" * n + "]" * n),
+    st.integers(0, 300).map(lambda n: "{a: " * n + "1" + "}" * n),
+    st.sampled_from(["{[a]: 1}", "{{a: 1}: 1}", "[&x [1, 2], *x, *x]", "[&x a, *x, *x]", "&r [*r]", "*nowhere",
+                     "{<<: {a: 1}}", "!!float x", "!!seq a", "!!map [a]", "!!set {a}", "0b_", "2001-13-45",
+                     ".nan", "-.inf", "1.0e+400"]),
+)
+
+
+@settings.get_profile("spec")
+@given(st.sampled_from(ALL_PATHS), fragments, st.booleans())
+def test_hostile_fragment(tmp_path, path, fragment, as_key):
+    doc = copy.deepcopy(GOOD)
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if as_key and isinstance(parent, dict):
+        parent["FRAGMENT"] = parent.pop(path[-1])
+    else:
+        parent[path[-1]] = "FRAGMENT"
+    loads_or_spec_error(tmp_path, yaml.safe_dump(doc).replace("FRAGMENT", fragment))
