@@ -166,6 +166,24 @@ def porting_notes(columns: list[Column]) -> list[dict]:
     return notes
 
 
+def profiles_markdown(columns: list[Column]) -> str:
+    """The profile table as Markdown (reports/profiles.md), for README's findings."""
+    runs = [c for c in columns if c.doc]
+    head = "| variant | " + " | ".join(f"{c.framework} {c.doc.environment.framework_version}" for c in runs) + " |"
+    lines = [head, "|---" * (len(runs) + 1) + "|"]
+    for row in profile_table(columns):
+        cells = []
+        for col in runs:
+            cell = row["cells"][col.framework]
+            if cell is None:
+                cells.append("")
+            else:
+                mark = f"[◆]({cell['entry'].link})" if cell["entry"].link else "◇"
+                cells.append(f"{mark} ×{cell['needed']}")
+        lines.append(f"| `{row['name']}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("reports"), spec_dir=None,
           bench_dir: Path | None = Path(".asv/results")) -> Path:
     from .schema import SPEC_DIR
@@ -186,6 +204,7 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,
         bench_table=relative_table(bench).to_html(float_format="%.2f", na_rep="") if bench is not None else "")
+    (out_dir / "profiles.md").write_text(profiles_markdown(columns), encoding="utf-8")
     out = out_dir / "index.html"
     out.write_text(page, encoding="utf-8")
     return out
