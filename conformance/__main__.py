@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import signal
 import sys
 import time
@@ -31,6 +32,17 @@ class Interrupted(Exception):
     """SIGTERM arrived; handled like Ctrl-C."""
 
 
+def _say(text: str, stream=None) -> None:
+    """Print one line; a reader that went away (`run ... | head`) must not stop the run."""
+    stream = stream or sys.stdout
+    try:
+        print(text, file=stream, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # later lines and the exit's flush go nowhere
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
 def _select(instances, substring=None, ids=None):
     if ids:
         known = {i.id for i in instances} | {i.case.id for i in instances}
@@ -51,18 +63,18 @@ def cmd_list(args) -> int:
     shown = set()
     for inst in instances:
         if args.instances:
-            print(f"{inst.id:60} {inst.topic:16} {inst.case.title}")
+            _say(f"{inst.id:60} {inst.topic:16} {inst.case.title}")
         elif inst.case.id not in shown:
             shown.add(inst.case.id)
-            print(f"{inst.case.id:42} {inst.topic:16} {by_case[inst.case.id]:3}x  {inst.case.title}")
-    print(f"{len(by_case)} cases, {len(instances)} instances", file=sys.stderr)
+            _say(f"{inst.case.id:42} {inst.topic:16} {by_case[inst.case.id]:3}x  {inst.case.title}")
+    _say(f"{len(by_case)} cases, {len(instances)} instances", sys.stderr)
     return 0
 
 
 def cmd_report(args) -> int:
     from .report import build  # pandas, jinja2 and matplotlib: only the report env has them
     out = build(args.results, args.out, args.spec, args.bench)
-    print(f"report: {out} and {out.parent / 'summary.csv'}")
+    _say(f"report: {out} and {out.parent / 'summary.csv'}")
     return 0
 
 
@@ -78,9 +90,9 @@ def cmd_repro(args) -> int:
     instance = chosen[0]
     adapter = load_adapter(args.adapter or adapter_path(args.framework), args.framework)
     runner = adapter(args.device, args.mode)
-    print(f"{instance.id} on {args.framework} {adapter.version()} ({args.device}, {runner.mode})")
-    print(f"  {instance.case.title}  [{instance.source}]")
-    print(trace(instance, observe(runner, instance.case), observe(ReferenceRunner(), instance.case)))
+    _say(f"{instance.id} on {args.framework} {adapter.version()} ({args.device}, {runner.mode})")
+    _say(f"  {instance.case.title}  [{instance.source}]")
+    _say(trace(instance, observe(runner, instance.case), observe(ReferenceRunner(), instance.case)))
     return 0
 
 
@@ -136,8 +148,8 @@ def cmd_run(args) -> int:
             results.write(doc, out)  # fail now, not after the run, if the path is unwritable
         except OSError as exc:
             raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-        print(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
-              + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""), flush=True)
+        _say(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
+             + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
         start, width = time.perf_counter(), len(str(len(todo)))
         ran, saved = 0, time.monotonic()
 
@@ -147,7 +159,7 @@ def cmd_run(args) -> int:
             ran += 1
             tag = record.verdict + (" (documented)" if record.documented else "")
             line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
-            print(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""), flush=True)
+            _say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
             if time.monotonic() - saved > SAVE_EVERY:
                 results.write(doc, out)
                 saved = time.monotonic()
@@ -165,16 +177,16 @@ def cmd_run(args) -> int:
             run_isolated(workers[0], new_worker, todo, version, known, args.timeout, on_result)
         except (KeyboardInterrupt, Interrupted) as exc:
             save(complete=False)
-            print(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} (incomplete)",
-                  file=sys.stderr)
+            _say(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} (incomplete)",
+                 sys.stderr)
             return 143 if isinstance(exc, Interrupted) else 130
         except WorkerFailed:
             save(complete=False)
             raise
         summary = save(complete=True)
         counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
-        print(f"{args.framework}: {counts} ({summary['documented']} documented divergences); "
-              f"{time.perf_counter() - start:.1f} s; results in {out}")
+        _say(f"{args.framework}: {counts} ({summary['documented']} documented divergences); "
+             f"{time.perf_counter() - start:.1f} s; results in {out}")
         return 0
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -184,7 +196,7 @@ def cmd_run(args) -> int:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not argparse's usage block
-        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        _say(f"error: {message} (see `{self.prog} --help`)", sys.stderr)
         sys.exit(2)
 
 
@@ -227,16 +239,16 @@ def main(argv=None) -> int:
     try:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report}[args.command](args)
     except (SpecError, UsageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}", sys.stderr)
         return 2
     except (FrameworkMissing, Unavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}", sys.stderr)
         return 3
     except WorkerFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}", sys.stderr)
         return 4
     except (KeyboardInterrupt, Interrupted) as exc:  # before any case ran: nothing to write
-        print("error: interrupted", file=sys.stderr)
+        _say("error: interrupted", sys.stderr)
         return 143 if isinstance(exc, Interrupted) else 130
 
 
