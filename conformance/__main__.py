@@ -2,8 +2,8 @@
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
 arguments or a malformed spec; 3 when the framework, device or mode is not available here;
-4 when the framework worker cannot start; 130 / 143 when interrupted by SIGINT / SIGTERM
-(the cases finished so far are written, marked incomplete).
+4 when the framework worker cannot start; 130 / 143 / 129 when stopped by SIGINT / SIGTERM /
+SIGHUP (the cases finished so far are written, marked incomplete).
 """
 from __future__ import annotations
 
@@ -22,14 +22,20 @@ from .runners import DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, 
 from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class UsageError(Exception):
     """Bad command-line input; the message is one line."""
 
 
-class Interrupted(Exception):
-    """SIGTERM arrived; handled like Ctrl-C."""
+class Interrupted(BaseException):
+    """A stop signal arrived. Not an Exception, like KeyboardInterrupt: no `except Exception` (the
+    oracle's, an adapter's) may take it for the failure of the case in flight."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.status = 128 + signum
 
 
 def _say(text: str, stream=None) -> None:
@@ -119,16 +125,29 @@ def cmd_run(args) -> int:
     if args.adapter and ":" not in args.adapter:
         raise UsageError(f"--adapter {args.adapter!r}: expected MODULE:CLASS")
     path = args.adapter or adapter_path(args.framework)
+    armed = [True]
+
+    def on_signal(signum, frame):
+        if armed:  # only the first stops the run: later ones must not cut short the save that follows
+            armed.clear()
+            raise Interrupted(signum)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
+    try:
+        return _run(args, out, path, disarm=armed.clear)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+def _run(args, out: Path, path: str, disarm) -> int:
+    """The run proper; disarm() makes stop signals no-ops from then on."""
     workers = [Worker(args.framework, path, args.device, args.mode)]  # the framework imports while the spec loads
 
     def new_worker():
         workers.append(Worker(args.framework, path, args.device, args.mode))
         return workers[-1]
 
-    def on_sigterm(signum, frame):
-        raise Interrupted()
-
-    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         selected = _select(load_spec(args.spec), args.k, args.case)
         order = {inst.id: n for n, inst in enumerate(selected)}
@@ -173,23 +192,26 @@ def cmd_run(args) -> int:
             results.write(doc, out)
             return summary
 
+        stopped = None
         try:
-            run_isolated(workers[0], new_worker, todo, version, known, args.timeout, on_result)
-        except (KeyboardInterrupt, Interrupted) as exc:
-            save(complete=False)
-            _say(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} (incomplete)",
-                 sys.stderr)
-            return 143 if isinstance(exc, Interrupted) else 130
-        except WorkerFailed:
-            save(complete=False)
-            raise
-        summary = save(complete=True)
+            try:
+                run_isolated(workers[0], new_worker, todo, version, known, args.timeout, on_result)
+            finally:
+                disarm()  # a signal from here on must not cut short the save; one before it is caught below
+        except (Interrupted, WorkerFailed) as exc:
+            stopped = exc
+        summary = save(complete=stopped is None)
+        if isinstance(stopped, WorkerFailed):
+            raise stopped
+        if stopped:
+            _say(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} "
+                 f"(incomplete; stopped by {stopped})", sys.stderr)
+            return stopped.status
         counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
         _say(f"{args.framework}: {counts} ({summary['documented']} documented divergences); "
              f"{time.perf_counter() - start:.1f} s; results in {out}")
         return 0
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         for worker in workers:
             worker.close()
 
@@ -249,7 +271,7 @@ def main(argv=None) -> int:
         return 4
     except (KeyboardInterrupt, Interrupted) as exc:  # before any case ran: nothing to write
         _say("error: interrupted", sys.stderr)
-        return 143 if isinstance(exc, Interrupted) else 130
+        return exc.status if isinstance(exc, Interrupted) else 130
 
 
 if __name__ == "__main__":

@@ -3,17 +3,27 @@
 Runs use the test-only spec in faults/spec: its healthy cases on the reference adapter, or every
 case on the fault-injecting adapter.
 """
+import json
 import os
+import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from conformance import results
+import pytest
+
+from conformance import execute, results
 from conformance.__main__ import main
+from conformance.reference import ReferenceRunner
+from conformance.schema import SPEC_DIR, load_spec
 
 FAULTS = Path(__file__).parent / "faults"
 SPEC = FAULTS / "spec"
 HEALTHY = [f"healthy-{n}" for n in range(9)]
+STOP = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])}
 
 
 def run(capsys, *argv, spec=SPEC):
@@ -29,7 +39,38 @@ def cases(*ids):
     return [arg for case_id in ids for arg in ("--case", case_id)]
 
 
-# ---------------------------------------------------------------- output
+@pytest.fixture
+def sighup_guard():
+    """Without a handler SIGHUP would end pytest itself; this one makes an unhandled one a plain failure."""
+    def unhandled(signum, frame):
+        raise RuntimeError("SIGHUP reached the test's own handler")
+    previous = signal.signal(signal.SIGHUP, unhandled)
+    yield
+    signal.signal(signal.SIGHUP, previous)
+
+
+# ---------------------------------------------------------------- stop signals
+@pytest.mark.parametrize("signum", list(STOP), ids=lambda s: s.name)
+def test_stop_signal_during_the_oracle_stops_the_run(tmp_path, capsys, monkeypatch, sighup_guard, signum):
+    """The signal lands while the parent runs the reference oracle for the second case."""
+    calls = []
+
+    class SignalsItself(ReferenceRunner):
+        def build(self, model, values):
+            calls.append(1)
+            if len(calls) == 2:
+                os.kill(os.getpid(), signum)
+            super().build(model, values)
+
+    monkeypatch.setattr(execute, "ReferenceRunner", SignalsItself)
+    out = tmp_path / "r.json"
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(out), *cases(*HEALTHY[:4]))
+    assert code == STOP[signum], err
+    doc = results.read(out)
+    assert not doc.complete and [c.id for c in doc.cases] == ["healthy-0"]  # the case in flight is not an error
+    assert f"interrupted: 1 of 4 cases written to {out} (incomplete; stopped by {signum.name})" in err
+
+
 def test_closed_stdout_does_not_stop_the_run(tmp_path):
     """`run ... | head -0`: the reader is gone before the first line."""
     out = tmp_path / "r.json"
@@ -42,3 +83,52 @@ def test_closed_stdout_does_not_stop_the_run(tmp_path):
     assert "Error" not in err
     doc = results.read(out)
     assert doc.complete and [c.id for c in doc.cases] == HEALTHY[:3]
+
+
+# ---------------------------------------------------------------- random stop moments
+VERDICTS = {"fault-segfault": "error", "fault-abort": "error", "fault-exit": "error", "fault-hang": "error",
+            "fault-hog": "error", "fault-raises": "error", "fault-unsupported": "unsupported",
+            "fault-nan": "divergence"}
+
+
+@pytest.mark.parametrize("spec, adapter, seconds", [
+    (SPEC, "fault_adapter:FaultRunner", 2.5), (SPEC_DIR, "conformance.reference:ReferenceRunner", 0.4)],
+    ids=["faults", "reference"])
+def test_stop_at_random_moments_then_resume(tmp_path, spec, adapter, seconds):
+    """10 seeded moments per spec: a stop signal to the run (or its whole process group) somewhere
+    within its `seconds` of cases. Each time the file holds finished cases only, each once, the
+    ones kept before unchanged; the next run resumes it, and a last one completes it."""
+    rng = random.Random(adapter)
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "conformance", "--spec", str(spec), "run", "--framework", "reference",
+           "--adapter", adapter, "--timeout", "0.5", "--out", str(out)]
+    spec_order = [i.id for i in load_spec(spec)]
+    expected = {i: VERDICTS.get(i, "conform") for i in spec_order}
+    kept = {}
+    for _ in range(10):
+        signum, group, delay = rng.choice(list(STOP)), rng.random() < 0.5, rng.uniform(0, seconds)
+        proc = subprocess.Popen(cmd + (["--resume"] if kept else []), env=ENV, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc.stdout.readline()  # the header: the file is written
+        time.sleep(delay)
+        (os.killpg if group else os.kill)(proc.pid, signum)
+        _, err = proc.communicate(timeout=60)
+        # 0: finished first; -signum: the signal came after the final save, once the handlers were restored
+        assert proc.returncode in (0, STOP[signum], -signum), err
+        doc = results.read(out)
+        ids = [c.id for c in doc.cases]
+        assert doc.complete == (proc.returncode != STOP[signum]), err
+        assert ids == [i for i in spec_order if i in ids]  # spec order, each once
+        assert {c.id: c.verdict for c in doc.cases} == {i: expected[i] for i in ids}
+        assert kept.keys() <= set(ids) and all(c == kept[c.id] for c in doc.cases if c.id in kept)
+        kept = {c.id: c for c in doc.cases}
+        if doc.complete:
+            assert ids == spec_order
+            out.unlink()
+            kept = {}
+    done = subprocess.run(cmd + (["--resume"] if kept else []), env=ENV, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    doc = results.read(out)
+    assert doc.complete and [c.id for c in doc.cases] == spec_order
+    assert all(c == kept[c.id] for c in doc.cases if c.id in kept)
