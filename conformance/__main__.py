@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import signal
 import sys
@@ -22,6 +23,7 @@ from .runners import DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, 
 from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
+MAX_TIMEOUT = 3600.0  # seconds; --timeout beyond this is a typo, not a plan
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -47,6 +49,16 @@ def _say(text: str, stream=None) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)  # later lines and the exit's flush go nowhere
         os.dup2(devnull, stream.fileno())
         os.close(devnull)
+
+
+def _timeout(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, {MAX_TIMEOUT:g}], got {text!r}")
+    return seconds
 
 
 def _select(instances, substring=None, ids=None):
@@ -236,8 +248,9 @@ def main(argv=None) -> int:
     p_run.add_argument("-k", metavar="SUBSTRING", help="only instance ids containing SUBSTRING")
     p_run.add_argument("--case", action="append", metavar="ID",
                        help="only this case (base or instance id); repeatable")
-    p_run.add_argument("--timeout", type=float, metavar="SECONDS",
-                       help="per-case time limit, overriding the spec's (default %g s)" % DEFAULT_TIMEOUT)
+    p_run.add_argument("--timeout", type=_timeout, metavar="SECONDS",
+                       help="per-case time limit, overriding the spec's (default %g s, at most %g s)"
+                            % (DEFAULT_TIMEOUT, MAX_TIMEOUT))
     p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK.json)")
     p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-divergence files")
     p_run.add_argument("--adapter", metavar="MODULE:CLASS",

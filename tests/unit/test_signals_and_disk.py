@@ -85,6 +85,15 @@ def test_closed_stdout_does_not_stop_the_run(tmp_path):
     assert doc.complete and [c.id for c in doc.cases] == HEALTHY[:3]
 
 
+# ---------------------------------------------------------------- command line
+@pytest.mark.parametrize("value", ["3e6", "inf", "nan", "0", "-1", "soon"])
+def test_timeout_out_of_range(tmp_path, capsys, value):
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(tmp_path / "r.json"),
+                       *cases("healthy-0"), "--timeout", value)
+    assert code == 2 and "--timeout" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r.json").exists()
+
+
 # ---------------------------------------------------------------- random stop moments
 VERDICTS = {"fault-segfault": "error", "fault-abort": "error", "fault-exit": "error", "fault-hang": "error",
             "fault-hog": "error", "fault-raises": "error", "fault-unsupported": "unsupported",
