@@ -12,6 +12,7 @@ import datetime
 import math
 import os
 import signal
+import stat
 import sys
 import time
 from collections import Counter
@@ -61,6 +62,27 @@ def _timeout(text: str) -> float:
     return seconds
 
 
+KINDS = {"d": "directory", "l": "symbolic link", "p": "FIFO", "c": "character device", "b": "block device",
+         "s": "socket"}
+
+
+def _out_file(text: str | None, framework: str) -> Path:
+    """run's --out: a regular file or a new path; never a link, FIFO or device, which the rename would replace."""
+    if text == "":
+        raise UsageError("--out: empty path")
+    out = Path(text or f"reports/results/{framework}.json")
+    try:
+        mode = os.lstat(out).st_mode
+    except FileNotFoundError:
+        return out
+    except OSError as exc:
+        raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--out {out} is a {KINDS.get(stat.filemode(mode)[0], 'special file')}; "
+                         "give a regular file or a new path")
+    return out
+
+
 def _select(instances, substring=None, ids=None):
     if ids:
         known = {i.id for i in instances} | {i.case.id for i in instances}
@@ -91,7 +113,12 @@ def cmd_list(args) -> int:
 
 def cmd_report(args) -> int:
     from .report import build  # pandas, jinja2 and matplotlib: only the report env has them
-    out = build(args.results, args.out, args.spec, args.bench)
+    if args.out == "":
+        raise UsageError("--out: empty path")
+    folder = Path(args.out)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--out {folder} is not a folder")
+    out = build(args.results, folder, args.spec, args.bench)
     _say(f"report: {out} and {out.parent / 'summary.csv'}")
     return 0
 
@@ -133,7 +160,7 @@ def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
 
 
 def cmd_run(args) -> int:
-    out = Path(args.out or f"reports/results/{args.framework}.json")
+    out = _out_file(args.out, args.framework)
     if args.adapter and ":" not in args.adapter:
         raise UsageError(f"--adapter {args.adapter!r}: expected MODULE:CLASS")
     path = args.adapter or adapter_path(args.framework)
@@ -269,7 +296,7 @@ def main(argv=None) -> int:
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")
     p_report.add_argument("--results", type=Path, default=Path("reports/results"), help="results folder")
     p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")
-    p_report.add_argument("--out", type=Path, default=Path("reports"), help="where index.html goes")
+    p_report.add_argument("--out", default="reports", help="folder for index.html and summary.csv")
     args = parser.parse_args(argv)
     try:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report}[args.command](args)

@@ -94,6 +94,42 @@ def test_timeout_out_of_range(tmp_path, capsys, value):
     assert not (tmp_path / "r.json").exists()
 
 
+def _fifo(path):
+    os.mkfifo(path)
+
+
+def _symlink(path):
+    (path.parent / "target.json").write_text("keep me")
+    path.symlink_to("target.json")
+
+
+@pytest.mark.parametrize("make, kind", [(_fifo, "FIFO"), (_symlink, "symbolic link"), (Path.mkdir, "directory")])
+def test_out_is_only_a_regular_file_or_a_new_path(tmp_path, capsys, make, kind):
+    out = tmp_path / "r.json"
+    make(out)
+    before = os.lstat(out)
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(out), *cases("healthy-0"))
+    assert code == 2 and f"--out {out} is a {kind}" in err and len(err.strip().splitlines()) == 1, err
+    assert os.lstat(out) == before
+    assert not (tmp_path / "target.json").exists() or (tmp_path / "target.json").read_text() == "keep me"
+
+
+def test_empty_out_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", "", *cases("healthy-0"))
+    assert code == 2 and "--out: empty path" in err and len(err.strip().splitlines()) == 1, err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("value, needle", [("", "--out: empty path"), ("file", "--out file is not a folder")])
+def test_report_out_is_a_folder(tmp_path, capsys, monkeypatch, value, needle):
+    monkeypatch.chdir(tmp_path)
+    Path("file").write_text("keep me")
+    code, _, err = run(capsys, "report", "--results", "none", "--bench", "none", "--out", value)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and Path("file").read_text() == "keep me"
+
+
 # ---------------------------------------------------------------- random stop moments
 VERDICTS = {"fault-segfault": "error", "fault-abort": "error", "fault-exit": "error", "fault-hang": "error",
             "fault-hog": "error", "fault-raises": "error", "fault-unsupported": "unsupported",
