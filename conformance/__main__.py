@@ -1,7 +1,7 @@
 """Command line: python -m conformance list | run.
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
-arguments or a malformed spec; 3 when the framework, device or mode is not available here;
+arguments, a malformed spec or results file; 3 when the framework, device or mode is not available here;
 4 when the framework worker cannot start; 130 / 143 / 129 when stopped by SIGINT / SIGTERM /
 SIGHUP (the cases finished so far are written, marked incomplete).
 """
@@ -83,6 +83,16 @@ def _out_file(text: str | None, framework: str) -> Path:
     return out
 
 
+def _adapter(args) -> str:
+    """--adapter MODULE:CLASS, or the framework's own."""
+    if args.adapter is None:
+        return adapter_path(args.framework)
+    module, _, name = args.adapter.partition(":")
+    if not module or not name or ":" in name:
+        raise UsageError(f"--adapter {args.adapter!r}: expected MODULE:CLASS")
+    return args.adapter
+
+
 def _select(instances, substring=None, ids=None):
     if ids:
         known = {i.id for i in instances} | {i.case.id for i in instances}
@@ -133,7 +143,7 @@ def cmd_repro(args) -> int:
     if len(chosen) > 1:
         raise UsageError(f"{args.case!r} has {len(chosen)} instances; name one, e.g. {chosen[0].id!r}")
     instance = chosen[0]
-    adapter = load_adapter(args.adapter or adapter_path(args.framework), args.framework)
+    adapter = load_adapter(_adapter(args), args.framework)
     runner = adapter(args.device, args.mode)
     _say(f"{instance.id} on {args.framework} {adapter.version()} ({args.device}, {runner.mode})")
     _say(f"  {instance.case.title}  [{instance.source}]")
@@ -148,8 +158,10 @@ def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
         doc = results.read(out)
     except FileNotFoundError:
         raise UsageError(f"{flag}: no results file at {out}") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{flag}: cannot read {out}: {str(exc).splitlines()[0]}") from None
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot read {out}: {exc.strerror}") from None
+    except ValueError as exc:  # results.Malformed, or not UTF-8
+        raise UsageError(f"{flag}: cannot read {out}: {exc}") from None
     env = doc.environment
     for what, theirs, ours in (("framework", env.framework, args.framework), ("device", env.device, args.device),
                                ("mode", env.mode, args.mode), ("framework version", env.framework_version, version),
@@ -161,9 +173,7 @@ def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
 
 def cmd_run(args) -> int:
     out = _out_file(args.out, args.framework)
-    if args.adapter and ":" not in args.adapter:
-        raise UsageError(f"--adapter {args.adapter!r}: expected MODULE:CLASS")
-    path = args.adapter or adapter_path(args.framework)
+    path = _adapter(args)
     armed = [True]
 
     def on_signal(signum, frame):

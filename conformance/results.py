@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .schema import PACKAGE_DIR, spec_hash
 
@@ -109,5 +109,21 @@ def write(results: Results, path: Path) -> None:
         raise
 
 
+class Malformed(ValueError):
+    """A results file that does not parse or fit the schema; the message is one line."""
+
+
 def read(path: Path) -> Results:
-    return Results.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    try:
+        doc = Results.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise Malformed(f"{where}: {first['msg']}{more}" if where else first["msg"] + more) from None
+    seen = {}
+    for n, case in enumerate(doc.cases):
+        if case.id in seen:
+            raise Malformed(f"cases.{n}.id: {case.id!r} is also cases.{seen[case.id]}")
+        seen[case.id] = n
+    return doc

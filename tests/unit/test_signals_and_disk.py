@@ -130,6 +130,38 @@ def test_report_out_is_a_folder(tmp_path, capsys, monkeypatch, value, needle):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and Path("file").read_text() == "keep me"
 
 
+def test_repro_adapter_without_colon(capsys):
+    code, _, err = run(capsys, "repro", "healthy-0", "--framework", "reference", "--adapter", "nocolon")
+    assert code == 2 and "--adapter 'nocolon': expected MODULE:CLASS" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- resume
+def _edited(capsys, tmp_path, edit):
+    out = tmp_path / "r.json"
+    assert run(capsys, "run", "--framework", "reference", "--out", str(out), *cases(*HEALTHY[:3]))[0] == 0
+    doc = json.loads(out.read_text())
+    edit(doc)
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_resume_refuses_a_duplicated_case(tmp_path, capsys):
+    out = _edited(capsys, tmp_path, lambda doc: doc["cases"].append(doc["cases"][0]))
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(out), "--resume",
+                       *cases(*HEALTHY[:4]))
+    assert code == 2 and "cases.3.id: 'healthy-0' is also cases.0" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_resume_names_the_bad_field(tmp_path, capsys):
+    out = _edited(capsys, tmp_path, lambda doc: doc["cases"][1].update(verdict="conformant"))
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(out), "--resume",
+                       *cases(*HEALTHY[:4]))
+    assert code == 2 and "cases.1.verdict: Input should be 'conform', " in err, err
+    assert "validation error" not in err and len(err.strip().splitlines()) == 1
+
+
 # ---------------------------------------------------------------- random stop moments
 VERDICTS = {"fault-segfault": "error", "fault-abort": "error", "fault-exit": "error", "fault-hang": "error",
             "fault-hog": "error", "fault-raises": "error", "fault-unsupported": "unsupported",
