@@ -1,9 +1,11 @@
 """Command line: python -m conformance list | run.
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
-arguments, a malformed spec or results file; 3 when the framework, device or mode is not available here;
-4 when the framework worker cannot start; 130 / 143 / 129 when stopped by SIGINT / SIGTERM /
-SIGHUP (the cases finished so far are written, marked incomplete).
+arguments, a malformed spec or results file; 3 when the framework, device or mode is not
+available here; 4 when the framework worker cannot start; 130 / 143 / 129 when stopped by
+SIGINT / SIGTERM / SIGHUP (the cases finished so far are written, marked incomplete); 5,
+whatever else happened, when the results could not be saved at the end (the file keeps the
+last version that was saved).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
 MAX_TIMEOUT = 3600.0  # seconds; --timeout beyond this is a typo, not a plan
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+NOT_SAVED = 5  # exit status: the results could not be saved
 
 
 class UsageError(Exception):
@@ -219,27 +222,36 @@ def _run(args, out: Path, path: str, disarm) -> int:
         _say(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
              + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
         start, width = time.perf_counter(), len(str(len(todo)))
-        ran, saved = 0, time.monotonic()
+        ran, saved_at, in_file = 0, time.monotonic(), len(doc.cases)
+
+        def save(complete=False, final=False) -> bool:
+            """Write `doc`; on failure say so and keep going: the file keeps its last good version."""
+            nonlocal in_file
+            doc.cases.sort(key=lambda c: order[c.id])
+            doc.complete = complete
+            if complete:
+                doc.environment.finished = now()
+            doc.summarize()
+            try:
+                results.write(doc, out)
+            except OSError as exc:
+                _say(f"error: cannot save results to {out}: {exc.strerror or exc}; it keeps the last version "
+                     f"saved, without {len(doc.cases) - in_file} finished cases"
+                     + ("" if final else f" (trying again in {SAVE_EVERY:g} s)"), sys.stderr)
+                return False
+            in_file = len(doc.cases)
+            return True
 
         def on_result(record):
-            nonlocal ran, saved
+            nonlocal ran, saved_at
             doc.cases.append(record)
             ran += 1
             tag = record.verdict + (" (documented)" if record.documented else "")
             line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
             _say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
-            if time.monotonic() - saved > SAVE_EVERY:
-                results.write(doc, out)
-                saved = time.monotonic()
-
-        def save(complete: bool):
-            doc.cases.sort(key=lambda c: order[c.id])
-            doc.complete = complete
-            if complete:
-                doc.environment.finished = now()
-            summary = doc.summarize()
-            results.write(doc, out)
-            return summary
+            if time.monotonic() - saved_at > SAVE_EVERY:
+                save()
+                saved_at = time.monotonic()
 
         stopped = None
         try:
@@ -249,13 +261,17 @@ def _run(args, out: Path, path: str, disarm) -> int:
                 disarm()  # a signal from here on must not cut short the save; one before it is caught below
         except (Interrupted, WorkerFailed) as exc:
             stopped = exc
-        summary = save(complete=stopped is None)
+        saved = save(complete=stopped is None, final=True)
         if isinstance(stopped, WorkerFailed):
-            raise stopped
+            _say(f"error: {stopped}", sys.stderr)
+            return 4 if saved else NOT_SAVED
+        if not saved:
+            return NOT_SAVED
         if stopped:
             _say(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} "
                  f"(incomplete; stopped by {stopped})", sys.stderr)
             return stopped.status
+        summary = doc.summary
         counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
         _say(f"{args.framework}: {counts} ({summary['documented']} documented divergences); "
              f"{time.perf_counter() - start:.1f} s; results in {out}")

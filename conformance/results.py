@@ -93,16 +93,19 @@ def environment(framework: str, version: str, device: str, mode: str, spec_dir, 
 
 
 def write(results: Results, path: Path) -> None:
-    """Write via a temporary file in the same folder and rename: readers never see half a file."""
+    """Write via a temporary file in the same folder and rename: readers never see half a file, and
+    a failed write (a full disk) leaves the previous file as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make results private to the runner
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make results private to the runner
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(results.model_dump_json(indent=1))
+            fh.flush()
+            os.fsync(fh.fileno())  # a full disk shows here, not after the rename
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

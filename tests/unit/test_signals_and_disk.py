@@ -3,6 +3,7 @@
 Runs use the test-only spec in faults/spec: its healthy cases on the reference adapter, or every
 case on the fault-injecting adapter.
 """
+import errno
 import json
 import os
 import random
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance import __main__ as cli
 from conformance import execute, results
 from conformance.__main__ import main
 from conformance.reference import ReferenceRunner
@@ -160,6 +162,46 @@ def test_resume_names_the_bad_field(tmp_path, capsys):
                        *cases(*HEALTHY[:4]))
     assert code == 2 and "cases.1.verdict: Input should be 'conform', " in err, err
     assert "validation error" not in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- disk
+@pytest.fixture
+def failing_saves(monkeypatch):
+    """Make the rename of saves number n (1: the first) fail with ENOSPC for n in the set returned."""
+    monkeypatch.setattr(cli, "SAVE_EVERY", 0)  # save after every case
+    real, failing, seen = os.replace, set(), []
+
+    def replace(src, dst):
+        seen.append(dst)
+        if len(seen) in failing:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    return failing
+
+
+def test_disk_full_mid_run_keeps_the_last_good_file_and_retries(tmp_path, capsys, failing_saves):
+    out = tmp_path / "r.json"
+    failing_saves.update({3, 4})  # saves: 1 at the start, 2-7 after each case, 8 at the end
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(out), *cases(*HEALTHY[:6]))
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and all(f"cannot save results to {out}: No space left on device" in x for x in lines)
+    doc = results.read(out)
+    assert doc.complete and [c.id for c in doc.cases] == HEALTHY[:6]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary file left
+
+
+def test_disk_full_to_the_end_exits_5_and_keeps_the_last_good_file(tmp_path, capsys, failing_saves):
+    out = tmp_path / "r.json"
+    failing_saves.update(range(3, 10))
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(out), *cases(*HEALTHY[:3]))
+    assert code == 5, err
+    assert f"cannot save results to {out}: No space left on device" in err.strip().splitlines()[-1]
+    doc = results.read(out)  # the save after the first case
+    assert not doc.complete and [c.id for c in doc.cases] == ["healthy-0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 
 # ---------------------------------------------------------------- random stop moments
