@@ -1,11 +1,11 @@
-"""Command line: python -m conformance list | run.
+"""Command line: python -m conformance list | run | repro | report.
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
-arguments, a malformed spec or results file; 3 when the framework, device or mode is not
-available here; 4 when the framework worker cannot start; 130 / 143 / 129 when stopped by
-SIGINT / SIGTERM / SIGHUP (the cases finished so far are written, marked incomplete); 5,
-whatever else happened, when the results could not be saved at the end (the file keeps the
-last version that was saved).
+arguments, a malformed spec or results file, or a --out that another run is writing; 3 when
+the framework, device or mode is not available here; 4 when the framework worker cannot start;
+130 / 143 / 129 when stopped by SIGINT / SIGTERM / SIGHUP (the cases finished so far are written,
+marked incomplete); 5, whatever else happened, when the results could not be saved at the end
+(the file keeps the last version that was saved).
 """
 from __future__ import annotations
 
@@ -186,14 +186,23 @@ def cmd_run(args) -> int:
 
     previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
     try:
-        return _run(args, out, path, disarm=armed.clear)
+        try:
+            lock = results.lock(out)
+        except results.Busy as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
+        try:
+            return _run(args, out, path, disarm=armed.clear)
+        finally:
+            results.unlock(out, lock)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 def _run(args, out: Path, path: str, disarm) -> int:
-    """The run proper; disarm() makes stop signals no-ops from then on."""
+    """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
     workers = [Worker(args.framework, path, args.device, args.mode)]  # the framework imports while the spec loads
 
     def new_worker():

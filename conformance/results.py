@@ -1,6 +1,7 @@
 """The results file: a versioned schema shared by every runner and the report, written atomically."""
 from __future__ import annotations
 
+import fcntl
 import os
 import platform
 import subprocess
@@ -130,3 +131,38 @@ def read(path: Path) -> Results:
             raise Malformed(f"cases.{n}.id: {case.id!r} is also cases.{seen[case.id]}")
         seen[case.id] = n
     return doc
+
+
+class Busy(Exception):
+    """Another run holds the results file's lock; the message is one line."""
+
+
+def lock(path: Path) -> int:
+    """Hold `<path>.lock` (flock, not waiting) for a whole run, so two runs never write one results
+    file; returns the descriptor for unlock(). The lock file names the holder's pid."""
+    path = Path(path)
+    name = path.with_name(path.name + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise Busy(f"{path} is being written by another run (pid {holder} holds {name})") from None
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(name)):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # the holder removed it as it finished: lock the new one
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def unlock(path: Path, fd: int) -> None:
+    path = Path(path)
+    path.with_name(path.name + ".lock").unlink(missing_ok=True)  # removed while held: see lock()
+    os.close(fd)

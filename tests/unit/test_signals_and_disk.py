@@ -4,6 +4,7 @@ Runs use the test-only spec in faults/spec: its healthy cases on the reference a
 case on the fault-injecting adapter.
 """
 import errno
+import fcntl
 import json
 import os
 import random
@@ -190,7 +191,7 @@ def test_disk_full_mid_run_keeps_the_last_good_file_and_retries(tmp_path, capsys
     assert len(lines) == 2 and all(f"cannot save results to {out}: No space left on device" in x for x in lines)
     doc = results.read(out)
     assert doc.complete and [c.id for c in doc.cases] == HEALTHY[:6]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary file, no lock left
 
 
 def test_disk_full_to_the_end_exits_5_and_keeps_the_last_good_file(tmp_path, capsys, failing_saves):
@@ -202,6 +203,20 @@ def test_disk_full_to_the_end_exits_5_and_keeps_the_last_good_file(tmp_path, cap
     doc = results.read(out)  # the save after the first case
     assert not doc.complete and [c.id for c in doc.cases] == ["healthy-0"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+def test_a_second_run_on_the_same_out_fails_at_once(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    with open(f"{out}.lock", "w") as held:  # what a run in progress holds
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242\n")
+        held.flush()
+        code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(out), *cases("healthy-0"))
+    assert code == 2 and f"{out}.lock" in err and "4242" in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    code, _, err = run(capsys, "run", "--framework", "reference", "--out", str(out), *cases("healthy-0"))
+    assert code == 0, err
+    assert not Path(f"{out}.lock").exists()
 
 
 # ---------------------------------------------------------------- random stop moments
