@@ -148,7 +148,7 @@ def lock(path: Path) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            holder = (os.read(fd, 32).decode(errors="replace").split() or ["?"])[0]
             os.close(fd)
             raise Busy(f"{path} is being written by another run (pid {holder} holds {name})") from None
         try:
@@ -157,8 +157,12 @@ def lock(path: Path) -> int:
         except FileNotFoundError:
             pass
         os.close(fd)  # the holder removed it as it finished: lock the new one
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except BaseException:  # a full disk: let go, or this process would hold the lock to its end
+        unlock(path, fd)
+        raise
     return fd
 
 
