@@ -1,15 +1,20 @@
-"""Command line: python -m conformance list | run.
+"""Command line: python -m conformance list | run | repro | report.
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
-arguments or a malformed spec; 3 when the framework, device or mode is not available here;
-4 when the framework worker cannot start; 130 / 143 when interrupted by SIGINT / SIGTERM
-(the cases finished so far are written, marked incomplete).
+arguments, a malformed spec or results file, or a --out that another run is writing; 3 when
+the framework, device or mode is not available here; 4 when the framework worker cannot start;
+130 / 143 / 129 when stopped by SIGINT / SIGTERM / SIGHUP (the cases finished so far are written,
+marked incomplete); 5, whatever else happened, when the results could not be saved at the end
+(the file keeps the last version that was saved).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import math
+import os
 import signal
+import stat
 import sys
 import time
 from collections import Counter
@@ -21,14 +26,74 @@ from .runners import DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, 
 from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec, profile
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
+MAX_TIMEOUT = 3600.0  # seconds; --timeout beyond this is a typo, not a plan
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+NOT_SAVED = 5  # exit status: the results could not be saved
 
 
 class UsageError(Exception):
     """Bad command-line input; the message is one line."""
 
 
-class Interrupted(Exception):
-    """SIGTERM arrived; handled like Ctrl-C."""
+class Interrupted(BaseException):
+    """A stop signal arrived. Not an Exception, like KeyboardInterrupt: no `except Exception` (the
+    oracle's, an adapter's) may take it for the failure of the case in flight."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.status = 128 + signum
+
+
+def _say(text: str, stream=None) -> None:
+    """Print one line; a reader that went away (`run ... | head`) must not stop the run."""
+    stream = stream or sys.stdout
+    try:
+        print(text, file=stream, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # later lines and the exit's flush go nowhere
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
+def _timeout(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, {MAX_TIMEOUT:g}], got {text!r}")
+    return seconds
+
+
+KINDS = {"d": "directory", "l": "symbolic link", "p": "FIFO", "c": "character device", "b": "block device",
+         "s": "socket"}
+
+
+def _out_file(text: str | None, framework: str) -> Path:
+    """run's --out: a regular file or a new path; never a link, FIFO or device, which the rename would replace."""
+    if text == "":
+        raise UsageError("--out: empty path")
+    out = Path(text or f"reports/results/{framework}.json")
+    try:
+        mode = os.lstat(out).st_mode
+    except FileNotFoundError:
+        return out
+    except OSError as exc:
+        raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--out {out} is a {KINDS.get(stat.filemode(mode)[0], 'special file')}; "
+                         "give a regular file or a new path")
+    return out
+
+
+def _adapter(args) -> str:
+    """--adapter MODULE:CLASS, or the framework's own."""
+    if args.adapter is None:
+        return adapter_path(args.framework)
+    module, _, name = args.adapter.partition(":")
+    if not module or not name or ":" in name:
+        raise UsageError(f"--adapter {args.adapter!r}: expected MODULE:CLASS")
+    return args.adapter
 
 
 def _select(instances, substring=None, ids=None):
@@ -51,18 +116,23 @@ def cmd_list(args) -> int:
     shown = set()
     for inst in instances:
         if args.instances:
-            print(f"{inst.id:60} {inst.topic:16} {inst.case.title}")
+            _say(f"{inst.id:60} {inst.topic:16} {inst.case.title}")
         elif inst.case.id not in shown:
             shown.add(inst.case.id)
-            print(f"{inst.case.id:42} {inst.topic:16} {by_case[inst.case.id]:3}x  {inst.case.title}")
-    print(f"{len(by_case)} cases, {len(instances)} instances", file=sys.stderr)
+            _say(f"{inst.case.id:42} {inst.topic:16} {by_case[inst.case.id]:3}x  {inst.case.title}")
+    _say(f"{len(by_case)} cases, {len(instances)} instances", sys.stderr)
     return 0
 
 
 def cmd_report(args) -> int:
     from .report import build  # pandas, jinja2 and matplotlib: only the report env has them
-    out = build(args.results, args.out, args.spec, args.bench)
-    print(f"report: {out} and {out.parent / 'summary.csv'}")
+    if args.out == "":
+        raise UsageError("--out: empty path")
+    folder = Path(args.out)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--out {folder} is not a folder")
+    out = build(args.results, folder, args.spec, args.bench)
+    _say(f"report: {out} and {out.parent / 'summary.csv'}")
     return 0
 
 
@@ -76,19 +146,19 @@ def cmd_repro(args) -> int:
     if len(chosen) > 1:
         raise UsageError(f"{args.case!r} has {len(chosen)} instances; name one, e.g. {chosen[0].id!r}")
     instance = chosen[0]
-    adapter = load_adapter(args.adapter or adapter_path(args.framework), args.framework)
+    adapter = load_adapter(_adapter(args), args.framework)
     runner = adapter(args.device, args.mode)
-    print(f"{instance.id} on {args.framework} {adapter.version()} ({args.device}, {runner.mode})")
-    print(f"  {instance.case.title}  [{instance.source}]")
+    _say(f"{instance.id} on {args.framework} {adapter.version()} ({args.device}, {runner.mode})")
+    _say(f"  {instance.case.title}  [{instance.source}]")
     observed = observe(runner, instance.case)
-    print(trace(instance, observed, observe(ReferenceRunner(), instance.case)))
+    _say(trace(instance, observed, observe(ReferenceRunner(), instance.case)))
     variants = profile(load_known(args.framework, args.known), adapter.version())
     needed, miss = explain(instance, observed, variants)
     names = ", ".join(v.variant for v in variants) or "none"
     if miss:
-        print(f"profile ({names}) does not reproduce it: {miss}")
+        _say(f"profile ({names}) does not reproduce it: {miss}")
     else:
-        print(f"profile ({names}) reproduces every check; needed: {', '.join(v.variant for v in needed) or 'none'}")
+        _say(f"profile ({names}) reproduces every check; needed: {', '.join(v.variant for v in needed) or 'none'}")
     return 0
 
 
@@ -99,8 +169,10 @@ def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
         doc = results.read(out)
     except FileNotFoundError:
         raise UsageError(f"{flag}: no results file at {out}") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{flag}: cannot read {out}: {str(exc).splitlines()[0]}") from None
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot read {out}: {exc.strerror}") from None
+    except ValueError as exc:  # results.Malformed, or not UTF-8
+        raise UsageError(f"{flag}: cannot read {out}: {exc}") from None
     env = doc.environment
     for what, theirs, ours in (("framework", env.framework, args.framework), ("device", env.device, args.device),
                                ("mode", env.mode, args.mode), ("framework version", env.framework_version, version),
@@ -111,20 +183,40 @@ def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
 
 
 def cmd_run(args) -> int:
-    out = Path(args.out or f"reports/results/{args.framework}.json")
-    if args.adapter and ":" not in args.adapter:
-        raise UsageError(f"--adapter {args.adapter!r}: expected MODULE:CLASS")
-    path = args.adapter or adapter_path(args.framework)
+    out = _out_file(args.out, args.framework)
+    path = _adapter(args)
+    armed = [True]
+
+    def on_signal(signum, frame):
+        if armed:  # only the first stops the run: later ones must not cut short the save that follows
+            armed.clear()
+            raise Interrupted(signum)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
+    try:
+        try:
+            lock = results.lock(out)
+        except results.Busy as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
+        try:
+            return _run(args, out, path, disarm=armed.clear)
+        finally:
+            results.unlock(out, lock)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+def _run(args, out: Path, path: str, disarm) -> int:
+    """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
     workers = [Worker(args.framework, path, args.device, args.mode)]  # the framework imports while the spec loads
 
     def new_worker():
         workers.append(Worker(args.framework, path, args.device, args.mode))
         return workers[-1]
 
-    def on_sigterm(signum, frame):
-        raise Interrupted()
-
-    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         selected = _select(load_spec(args.spec), args.k, args.case)
         order = {inst.id: n for n, inst in enumerate(selected)}
@@ -146,57 +238,73 @@ def cmd_run(args) -> int:
             results.write(doc, out)  # fail now, not after the run, if the path is unwritable
         except OSError as exc:
             raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-        print(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
-              + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""), flush=True)
+        _say(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
+             + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
         start, width = time.perf_counter(), len(str(len(todo)))
-        ran, saved = 0, time.monotonic()
+        ran, saved_at, in_file = 0, time.monotonic(), len(doc.cases)
+
+        def save(complete=False, final=False) -> bool:
+            """Write `doc`; on failure say so and keep going: the file keeps its last good version."""
+            nonlocal in_file
+            doc.cases.sort(key=lambda c: order[c.id])
+            doc.complete = complete
+            if complete:
+                doc.environment.finished = now()
+            doc.summarize()
+            try:
+                results.write(doc, out)
+            except OSError as exc:
+                _say(f"error: cannot save results to {out}: {exc.strerror or exc}; it keeps the last version "
+                     f"saved, without {len(doc.cases) - in_file} finished cases"
+                     + ("" if final else f" (trying again in {SAVE_EVERY:g} s)"), sys.stderr)
+                return False
+            in_file = len(doc.cases)
+            return True
 
         def on_result(record):
-            nonlocal ran, saved
+            nonlocal ran, saved_at
             doc.cases.append(record)
             ran += 1
             tag = record.verdict + (" (documented)" if record.documented else
                                     " (explained)" if record.explained_by else "")
             line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
-            print(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""), flush=True)
-            if time.monotonic() - saved > SAVE_EVERY:
-                results.write(doc, out)
-                saved = time.monotonic()
+            _say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
+            if time.monotonic() - saved_at > SAVE_EVERY:
+                save()
+                saved_at = time.monotonic()
 
-        def save(complete: bool):
-            doc.cases.sort(key=lambda c: order[c.id])
-            doc.complete = complete
-            if complete:
-                doc.environment.finished = now()
-            summary = doc.summarize()
-            results.write(doc, out)
-            return summary
-
+        stopped = None
         try:
-            run_isolated(workers[0], new_worker, todo, variants, args.timeout, on_result)
-        except (KeyboardInterrupt, Interrupted) as exc:
-            save(complete=False)
-            print(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} (incomplete)",
-                  file=sys.stderr)
-            return 143 if isinstance(exc, Interrupted) else 130
-        except WorkerFailed:
-            save(complete=False)
-            raise
-        summary = save(complete=True)
+            try:
+                run_isolated(workers[0], new_worker, todo, variants, args.timeout, on_result)
+            finally:
+                disarm()  # a signal from here on must not cut short the save; one before it is caught below
+        except (Interrupted, WorkerFailed) as exc:
+            stopped = exc
+        saved = save(complete=stopped is None, final=True)
+        if isinstance(stopped, WorkerFailed):
+            _say(f"error: {stopped}", sys.stderr)
+            return 4 if saved else NOT_SAVED
+        if not saved:
+            return NOT_SAVED
+        if stopped:
+            _say(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} "
+                 f"(incomplete; stopped by {stopped})", sys.stderr)
+            return stopped.status
+        summary = doc.summary
         counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
-        print(f"{args.framework}: {counts} ({summary['documented']} documented, "
-              f"{summary['explained']} explained but undocumented divergences); "
-              f"{time.perf_counter() - start:.1f} s; results in {out}")
+        _say(f"{args.framework}: {counts} ({summary['documented']} documented, "
+             f"{summary['explained']} explained but undocumented divergences); "
+             f"{time.perf_counter() - start:.1f} s; results in {out}")
         return 0
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         for worker in workers:
             worker.close()
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not argparse's usage block
-        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        _say(f"error: {message} (see `{self.prog} --help`)", sys.stderr)
         sys.exit(2)
 
 
@@ -214,8 +322,9 @@ def main(argv=None) -> int:
     p_run.add_argument("-k", metavar="SUBSTRING", help="only instance ids containing SUBSTRING")
     p_run.add_argument("--case", action="append", metavar="ID",
                        help="only this case (base or instance id); repeatable")
-    p_run.add_argument("--timeout", type=float, metavar="SECONDS",
-                       help="per-case time limit, overriding the spec's (default %g s)" % DEFAULT_TIMEOUT)
+    p_run.add_argument("--timeout", type=_timeout, metavar="SECONDS",
+                       help="per-case time limit, overriding the spec's (default %g s, at most %g s)"
+                            % (DEFAULT_TIMEOUT, MAX_TIMEOUT))
     p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK.json)")
     p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files (known/<framework>.yaml)")
     p_run.add_argument("--adapter", metavar="MODULE:CLASS",
@@ -235,22 +344,22 @@ def main(argv=None) -> int:
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")
     p_report.add_argument("--results", type=Path, default=Path("reports/results"), help="results folder")
     p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")
-    p_report.add_argument("--out", type=Path, default=Path("reports"), help="where index.html goes")
+    p_report.add_argument("--out", default="reports", help="folder for index.html and summary.csv")
     args = parser.parse_args(argv)
     try:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report}[args.command](args)
     except (SpecError, UsageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}", sys.stderr)
         return 2
     except (FrameworkMissing, Unavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}", sys.stderr)
         return 3
     except WorkerFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}", sys.stderr)
         return 4
     except (KeyboardInterrupt, Interrupted) as exc:  # before any case ran: nothing to write
-        print("error: interrupted", file=sys.stderr)
-        return 143 if isinstance(exc, Interrupted) else 130
+        _say("error: interrupted", sys.stderr)
+        return exc.status if isinstance(exc, Interrupted) else 130
 
 
 if __name__ == "__main__":
