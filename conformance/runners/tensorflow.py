@@ -46,6 +46,10 @@ def _import_quietly():
 
 
 tf, keras = _import_quietly()
+# TF <= 2.15 ships Keras 2: weights are plain tf.Variables (trainable fixed at creation, no
+# `.regularizer`, no `.value` property) and an unbuilt Sequential hides its variables. The few places
+# that differ test KERAS2; everything else is the same code on both.
+KERAS2 = keras.__version__.startswith("2.")
 
 import numpy as np  # noqa: E402
 
@@ -69,6 +73,9 @@ class Net(keras.Model):
             self.blocks = blocks
         self.where = tuple((where or {}).items())  # layer name -> key into self.blocks (strings/ints only)
         self.detach_after = tuple(detach_after)
+        # the sublayers are built (and their weights loaded) before the first call; Keras 2
+        # (TF <= 2.15) refuses model.trainable_variables on a model not marked built
+        self.built = True
 
     def build(self, input_shape):
         # the sublayers are built (and their weights loaded) before the first call
@@ -108,6 +115,9 @@ class TensorFlowRunner(Runner):
             raise Unavailable(f"--device ascend: tensorflow {tf.__version__} has no Ascend device")
         else:
             self.tf_device = "/CPU:0"
+        # Keras drops (None, variable) pairs with a "Gradients do not exist" warning (Keras 2 logs it
+        # through TF's logger): observed and reported by the tests, kept out of the progress output
+        tf.get_logger().addFilter(lambda record: "Gradients do not exist" not in record.getMessage())
         if mode == "graph":
             # every case builds a new model, so its tf.functions are new too: TF's "triggered
             # tf.function retracing" warning is expected here, not a sign of a loop bug
@@ -140,6 +150,8 @@ class TensorFlowRunner(Runner):
             attributes, blocks = hold(model, layers, keras.Sequential, None)
             where = {n: (n if model.container.endswith("dict") else i) for i, n in enumerate(model.contained)} \
                 if blocks is not None else {}
+            if KERAS2 and isinstance(blocks, keras.Sequential):
+                blocks.built = True  # its layers are built; Keras 2 refuses the variables of an unbuilt one
             self.net = Net(attributes, blocks, where, model.detach_after)
         self.layers = layers
         self.variables = {}
@@ -152,6 +164,9 @@ class TensorFlowRunner(Runner):
         for name in model.frozen:
             if name in layers:
                 layers[name].trainable = False  # the Keras way to freeze a layer
+            elif KERAS2:
+                raise Unsupported(f"Keras {keras.__version__} cannot freeze one weight ({name}): a tf.Variable's "
+                                  f"trainable is fixed at creation; only layer.trainable = False freezes")
             else:
                 self.variables[name].trainable = False  # keras.Variable.trainable: one weight
         self.names = {id(v): n for n, v in self.variables.items()}
@@ -165,7 +180,11 @@ class TensorFlowRunner(Runner):
             self.params = [self.variables[n] for n in optimizer.params]
         for name, coefficient in optimizer.regularizers.items():
             # gradient of L2(l2) is 2 * l2 * w: the coefficient c of the spec is l2 = c / 2
-            self.variables[name].regularizer = keras.regularizers.L2(coefficient / 2)
+            regularizer, variable = keras.regularizers.L2(coefficient / 2), self.variables[name]
+            if KERAS2:  # a built layer's weights take a regularizer only as a loss callable
+                self.net.add_loss(lambda r=regularizer, v=variable: r(v))
+            else:
+                variable.regularizer = regularizer
         decay = optimizer.weight_decay or None  # Keras: None = no decay (AdamW: 0.0)
         kw = dict(learning_rate=optimizer.lr, global_clipnorm=optimizer.clip_global_norm)
         if optimizer.name in ("sgd", "momentum"):
@@ -205,7 +224,7 @@ class TensorFlowRunner(Runner):
                     # TF 2.21's ZERO path raises AttributeError ('str' object has no attribute
                     # '_type_enum') on Keras 3 variables (tensorflow#116636); their backing
                     # tf.Variables (`.value`) take the same documented path
-                    sources = [v.value for v in self.params]
+                    sources = self.params if KERAS2 else [v.value for v in self.params]
                 return loss, tape.gradient(loss, sources, unconnected_gradients=unconnected)
             self.steps_[key] = tf.function(step) if self.mode == "graph" else step
         return self.steps_[key]
