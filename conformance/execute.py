@@ -2,12 +2,16 @@
 
 A framework runs in one worker process for all its cases, so its import is paid once. A case that
 segfaults, aborts, exits or hangs takes only its worker down: the case becomes `error` with a
-one-line reason and a fresh worker carries on with the rest. The reference oracle runs in the
-parent meanwhile, on the other core.
+one-line reason and a fresh worker carries on with the rest. What the worker sends back is
+untrusted: it is unpickled with an allow-list and checked against the case, and a malformed
+observation is that case's `error`. The reference oracle runs in the parent meanwhile, on the
+other core.
 """
 from __future__ import annotations
 
+import io
 import multiprocessing
+import pickle
 import signal
 import time
 import traceback
@@ -18,7 +22,7 @@ from .reference import ReferenceRunner
 from .results import CaseRecord, CheckRecord, Documented
 from .runners import FrameworkMissing, Unavailable, load_adapter
 from .runners.base import Runner, Unsupported
-from .scenario import Observation, observe
+from .scenario import BadObservation, Observation, checked, observe
 from .schema import Case, Instance, KnownDivergence
 from .verdict import documented_by, evaluate, failure_summary
 
@@ -58,7 +62,11 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
         return CaseRecord(**record, verdict="error", reason=f"reference oracle failed: {reference}")
     if kind != "ok":
         return CaseRecord(**record, verdict=kind, reason=payload)
-    checks = evaluate(instance, payload, reference)
+    try:
+        observation = checked(payload, case, reference)
+    except BadObservation as exc:
+        return CaseRecord(**record, verdict="error", reason=f"bad observation: {exc}")
+    checks = evaluate(instance, observation, reference)
     held = all(c.held for c in checks)
     entry = None if held else documented_by(instance, version, known, checks)
     return CaseRecord(**record, verdict="conform" if held else "divergence",
@@ -97,7 +105,27 @@ def _worker_main(conn, framework: str, path: str, device: str, mode: str) -> Non
         conn.send(("fatal", "WorkerFailed", f"{path} failed to start: {one_line(exc)}"))
         return
     while True:
-        conn.send(observe_safely(runner, conn.recv()))
+        outcome = observe_safely(runner, conn.recv())
+        try:
+            conn.send(outcome)
+        except Exception as exc:  # pickling failed, so nothing was written yet
+            conn.send(("error", f"bad observation: cannot send it: {one_line(exc)}"))
+
+
+# What may cross the pipe from the worker besides plain Python values: the observation's classes
+# and NumPy's array and scalar rebuilders. Anything else (a tensor, an adapter's own class) is
+# refused unread, so no framework or adapter code is imported or run in the parent.
+_ALLOWED = ({("conformance.scenario", "Observation"), ("conformance.scenario", "StepObservation"),
+             ("builtins", "complex"), ("numpy", "ndarray"), ("numpy", "dtype")}
+            | {(module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+               for name in ("_reconstruct", "scalar")})
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if (module, name) not in _ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} may not cross from the worker")
+        return super().find_class(module, name)
 
 
 class Worker:
@@ -111,16 +139,29 @@ class Worker:
         child.close()
 
     def _receive(self, timeout: float):
-        """The worker's next message, or ('error', why) if it died or took too long."""
+        """The worker's next message, or ('error', why) if it died, took too long or sent what
+        cannot be unpickled."""
         ready = wait([self.conn, self.process.sentinel], timeout)
         if self.conn in ready:
-            try:
-                return self.conn.recv()
-            except (EOFError, OSError):
-                pass
-        elif not ready:
+            return self._load()
+        if not ready:
             self.kill()
             return "error", f"timed out after {timeout:g} s"
+        return self._death()
+
+    def _load(self):
+        try:
+            data = self.conn.recv_bytes()
+        except (EOFError, OSError):
+            return self._death()
+        try:
+            return _Unpickler(io.BytesIO(data)).load()
+        except Exception as exc:
+            self.kill()  # what else it sends cannot be trusted: a fresh worker takes the next case
+            text = str(exc).strip().splitlines()
+            return "error", f"bad observation: cannot unpickle it: {type(exc).__name__}: {text[0] if text else ''}"
+
+    def _death(self):
         self.process.join(5)
         code = self.process.exitcode
         if code is not None and code < 0:
@@ -130,19 +171,27 @@ class Worker:
     def start(self) -> tuple[str, str]:
         """Wait until the framework is imported; (version, mode), or raise what stopped it."""
         message = self._receive(STARTUP_TIMEOUT)
-        if message[0] == "ready":
-            return message[1], message[2]
-        if message[0] == "fatal":
-            kind, text = message[1], message[2]
-            raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
-        raise WorkerFailed(f"the worker died while starting: {message[1]}")
+        if type(message) is tuple and len(message) == 3 and all(type(m) is str for m in message):
+            if message[0] == "ready":
+                return message[1], message[2]
+            if message[0] == "fatal":
+                kind, text = message[1], message[2]
+                raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
+        if type(message) is tuple and len(message) == 2 and message[0] == "error":  # died, hung, unreadable
+            raise WorkerFailed(f"the worker died while starting: {message[1]}")
+        raise WorkerFailed("the worker's ready message is not three strings (is version() a str?)")
 
     def submit(self, case: Case) -> None:
         self.conn.send(case)
 
     def result(self, timeout: float) -> tuple[str, object]:
-        """('ok', Observation) | ('unsupported', why) | ('error', one line: exception, crash, timeout)."""
-        return self._receive(timeout)
+        """('ok', observation: check it) | ('unsupported', why) | ('error', one line: exception,
+        crash, timeout, unreadable reply)."""
+        message = self._receive(timeout)
+        if type(message) is tuple and len(message) == 2 and (
+                message[0] == "ok" or message[0] in ("unsupported", "error") and type(message[1]) is str):
+            return message
+        return "error", "bad observation: the worker's reply is not (kind, payload)"
 
     def alive(self) -> bool:
         return self.process.is_alive()

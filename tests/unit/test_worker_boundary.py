@@ -1,0 +1,164 @@
+"""The worker boundary: whatever an adapter sends back or leaves running costs only its own case.
+
+The test-only adapters in faults/hostile_adapter.py send malformed observations or objects the
+parent cannot unpickle; the spec in faults/boundary puts a healthy case beside each.
+"""
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from conformance import results
+from conformance.__main__ import main
+from conformance.execute import Worker, run_isolated
+from conformance.schema import Case, Instance
+
+FAULTS = Path(__file__).parent / "faults"
+HOSTILE = "hostile_adapter:HostileRunner"
+EXPECTED = {
+    "lacks-grad": "bad observation: step 0 grads lacks 'lacks-grad.weight'",
+    "lacks-value": "bad observation: initial values lacks 'lacks-value.bias'",
+    "lacks-trainable": "bad observation: trainable lacks 'lacks-trainable.bias'",
+    "values-list": "bad observation: initial values is list, not a dict",
+    "object-array": "bad observation: initial values 'object-array.weight' has dtype object, not real numbers",
+    "string-array": "bad observation: step 0 grads 'string-array.weight' has dtype <U1, not real numbers",
+    "complex": "bad observation: initial values 'complex.weight' has dtype complex128, not real numbers",
+    "string-loss": "bad observation: step 0 loss is str, not a real number",
+    "no-opt-params": "bad observation: optimizer_params is NoneType, not a list of str",
+    "unpicklable": "bad observation: cannot unpickle it: UnpicklingError: hostile_adapter._refuse_outside "
+                   "may not cross from the worker",
+    "bad-pickle": "bad observation: cannot unpickle it: TypeError: data type 'no-such-dtype' not understood",
+}
+
+
+@pytest.fixture
+def hostile(monkeypatch):
+    """The hostile adapter importable in the (spawned) worker."""
+    monkeypatch.syspath_prepend(str(FAULTS))
+
+
+def run_cli(spec, out, *argv):
+    return main(["--spec", str(FAULTS / spec), "run", "--framework", "reference", "--adapter", HOSTILE,
+                 "--out", str(out), *argv])
+
+
+class Workers:
+    """Workers for a run_isolated call made here, counted and all closed afterwards."""
+
+    def __init__(self, adapter=HOSTILE):
+        self.adapter, self.all = adapter, []
+
+    def new(self):
+        self.all.append(Worker("reference", self.adapter, "cpu", "eager"))
+        return self.all[-1]
+
+    def close(self):
+        for worker in self.all:
+            worker.close()
+
+
+def instance(case_id, layer, steps=1):
+    case = Case.model_validate(dict(id=case_id, title=case_id, references=["https://example.org/faults"],
+                                    model={"layers": {layer: {"linear": [2, 2]}}}, optimizer={"name": "sgd"},
+                                    steps=[{"path": [layer], "repeat": steps}],
+                                    expect=[{"step": 0, "value": {f"{layer}.weight": "reference"}}]))
+    return Instance(id=case_id, case=case, topic="gradient_flow", axes={}, source="test")
+
+
+# ---------------------------------------------------------------- 1: malformed observations
+def test_malformed_observations_are_that_cases_error_and_nothing_is_lost(hostile, tmp_path, capsys):
+    out = tmp_path / "boundary.json"
+    assert run_cli("boundary", out) == 0
+    doc = results.read(out)
+    by_id = {c.id: c for c in doc.cases}
+    assert doc.complete and len(doc.cases) == 23
+    for case_id, reason in EXPECTED.items():
+        assert (by_id[case_id].verdict, by_id[case_id].reason) == ("error", reason), case_id
+    healthy = [c for c in doc.cases if c.id.startswith("healthy-")]
+    assert len(healthy) == 12 and all(c.verdict == "conform" and c.checks for c in healthy)
+
+
+def test_unpickling_failure_replaces_the_worker(hostile):
+    workers = Workers()
+    records = []
+    try:
+        workers.new().start()
+        run_isolated(workers.all[0], workers.new, [instance("unpicklable", "unpicklable"), instance("h1", "a"),
+                                                   instance("bad-pickle", "bad-pickle"), instance("h2", "a")],
+                     "1.0", [], None, records.append)
+    finally:
+        workers.close()
+    assert [r.verdict for r in records] == ["error", "conform", "error", "conform"]
+    assert len(workers.all) == 3  # the pipe after a failed unpickling is not reused
+
+
+def test_a_malformed_ready_message_stops_the_run_cleanly(monkeypatch, tmp_path, capsys):
+    monkeypatch.syspath_prepend(str(FAULTS))
+    code = main(["--spec", str(FAULTS / "boundary"), "run", "--framework", "reference",
+                 "--adapter", "hostile_adapter:BadVersionRunner", "--out", str(tmp_path / "v.json")])
+    err = capsys.readouterr().err
+    assert code == 4 and err == "error: the worker's ready message is not three strings (is version() a str?)\n"
+
+
+# ---------------------------------------------------------------- fuzzing the boundary
+# slot of the observation -> how to break it there (see hostile_adapter.mangle)
+SLOTS = {"reply": ["replace"], "observation": ["replace"], "trainable": ["replace"], "trainable[]": ["replace", "delete", "add"],
+         "optimizer_params": ["replace"], "optimizer_params[]": ["replace", "add"],
+         "initial": ["replace"], "initial[]": ["replace", "delete", "add"],
+         "steps": ["replace"], "steps[]": ["replace", "delete", "add"], "loss": ["replace"],
+         "grads": ["replace"], "grads[]": ["replace", "delete", "add"],
+         "values": ["replace"], "values[]": ["replace", "delete", "add"]}
+# Values wrong in every slot: none is a bool, str, real number, None, list of str, name-keyed dict
+# or real array of a parameter's shape (2, 2) or (2,).
+GARBAGE = st.one_of(
+    st.complex_numbers(),
+    st.builds(np.complex64, st.complex_numbers(allow_nan=False, allow_infinity=False, max_magnitude=1e6)),
+    st.binary(max_size=4),
+    st.tuples(st.integers()),
+    st.frozensets(st.integers(), max_size=2),
+    st.lists(st.one_of(st.none(), st.integers(), st.floats()), min_size=1, max_size=3),
+    st.dictionaries(st.integers(), st.floats(), max_size=2),
+    st.builds(lambda xs: np.array(xs, dtype=object), st.lists(st.floats(), min_size=1, max_size=3)),
+    hnp.arrays(st.sampled_from([np.complex128, np.bool_, np.dtype("<U3")]),
+                       hnp.array_shapes(min_dims=0, max_dims=2, max_side=2)),
+    hnp.arrays(np.float64, st.sampled_from([(), (5,), (1, 5)])),
+    st.just("<poison>"),  # an object the parent cannot unpickle
+)
+MUTATION = st.tuples(st.sampled_from([(slot, action) for slot, actions in SLOTS.items() for action in actions]),
+                     st.integers(0, 7), GARBAGE).map(lambda m: (*m[0], m[1], m[2]))
+
+
+def test_fuzz_no_malformed_observation_crashes_the_parent_or_costs_another_case(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(FAULTS))
+    mutations_file = tmp_path / "mutations.pickle"
+    monkeypatch.setenv("HOSTILE_MUTATIONS", str(mutations_file))  # read by the worker, case by case
+    workers = Workers("hostile_adapter:FuzzRunner")
+    current = [workers.new()]
+    current[0].start()
+
+    @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(MUTATION, min_size=1, max_size=3))
+    def check(mutations):
+        mutations_file.write_bytes(pickle.dumps(mutations))
+        instances = [instance("healthy-0", "a", steps=2)]
+        for k in range(len(mutations)):
+            instances += [instance(f"m{k}", f"m{k}", steps=2), instance(f"healthy-{k + 1}", "a", steps=2)]
+        records = []
+        current[0] = run_isolated(current[0], workers.new, instances, "1.0", [], 10, records.append)
+        assert [r.id for r in records] == [i.id for i in instances]
+        for record in records:
+            if record.id.startswith("healthy-"):
+                assert record.verdict == "conform", record.reason
+            else:
+                assert record.verdict == "error" and record.reason.startswith("bad observation: "), record.reason
+                assert "\n" not in record.reason
+
+    try:
+        check()
+    finally:
+        workers.close()
+
