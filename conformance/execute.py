@@ -1,16 +1,17 @@
 """Run spec instances on an adapter and turn each into a CaseRecord with its verdict.
 
 A framework runs in one worker process for all its cases, so its import is paid once. A case that
-segfaults, aborts, exits or hangs takes only its worker down: the case becomes `error` with a
-one-line reason and a fresh worker carries on with the rest. What the worker sends back is
-untrusted: it is unpickled with an allow-list and checked against the case, and a malformed
-observation is that case's `error`. The reference oracle runs in the parent meanwhile, on the
-other core.
+segfaults, aborts, exits or hangs takes only its worker down (with any process it forked): the
+case becomes `error` with a one-line reason and a fresh worker carries on with the rest. What the
+worker sends back is untrusted: it is unpickled with an allow-list and checked against the case, and
+a malformed observation is that case's `error`. The reference oracle runs in the parent meanwhile,
+on the other core.
 """
 from __future__ import annotations
 
 import io
 import multiprocessing
+import os
 import pickle
 import signal
 import time
@@ -28,6 +29,8 @@ from .verdict import documented_by, evaluate, failure_summary
 
 DEFAULT_TIMEOUT = 30.0  # seconds per case; a case's `timeout` or --timeout overrides it
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
+POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
+START_TRIES = 3  # a replacement worker may itself be killed while it starts
 
 
 class WorkerFailed(Exception):
@@ -91,6 +94,7 @@ def run_instance(runner: Runner, instance: Instance, version: str,
 
 # ---------------------------------------------------------------- the worker process
 def _worker_main(conn, framework: str, path: str, device: str, mode: str) -> None:
+    os.setsid()  # a process group of its own: killing the group also ends whatever it forks
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import faulthandler
     faulthandler.enable()  # a native crash leaves a Python traceback on stderr
@@ -135,19 +139,25 @@ class Worker:
         ctx = multiprocessing.get_context("spawn")  # fork is unsafe with framework threads
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_worker_main, args=(child, framework, path, device, mode), daemon=True)
+        self.ended = False
         self.process.start()
         child.close()
 
     def _receive(self, timeout: float):
         """The worker's next message, or ('error', why) if it died, took too long or sent what
-        cannot be unpickled."""
-        ready = wait([self.conn, self.process.sentinel], timeout)
-        if self.conn in ready:
-            return self._load()
-        if not ready:
-            self.kill()
-            return "error", f"timed out after {timeout:g} s"
-        return self._death()
+        cannot be unpickled. A child it forked keeps the pipe and the sentinel open after the
+        worker dies, so its exit is also polled."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            ready = wait([self.conn, self.process.sentinel], max(0.0, min(POLL_S, left)))
+            if self.conn in ready:
+                return self._load()
+            if ready or self.process.exitcode is not None:
+                return self._death()
+            if left <= 0:
+                self.kill()
+                return "error", f"timed out after {timeout:g} s"
 
     def _load(self):
         try:
@@ -162,10 +172,13 @@ class Worker:
             return "error", f"bad observation: cannot unpickle it: {type(exc).__name__}: {text[0] if text else ''}"
 
     def _death(self):
-        self.process.join(5)
+        self.kill()  # its group too: a child it forked may outlive it, holding the pipe
         code = self.process.exitcode
         if code is not None and code < 0:
-            return "error", f"crashed: {signal.Signals(-code).name}"
+            try:
+                return "error", f"crashed: {signal.Signals(-code).name}"
+            except ValueError:
+                return "error", f"crashed: signal {-code}"
         return "error", f"worker exited with status {code}"
 
     def start(self) -> tuple[str, str]:
@@ -182,7 +195,10 @@ class Worker:
         raise WorkerFailed("the worker's ready message is not three strings (is version() a str?)")
 
     def submit(self, case: Case) -> None:
-        self.conn.send(case)
+        try:
+            self.conn.send(case)
+        except OSError:
+            pass  # it died between cases: result() says how
 
     def result(self, timeout: float) -> tuple[str, object]:
         """('ok', observation: check it) | ('unsupported', why) | ('error', one line: exception,
@@ -197,9 +213,16 @@ class Worker:
         return self.process.is_alive()
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
+        """End the worker and its process group, once: later the group id may belong to others."""
+        if self.ended:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # no such group: it died before os.setsid(), or it and its children are gone
+        self.process.kill()
         self.process.join(5)
+        self.ended = True
 
     def close(self) -> None:
         self.kill()  # it holds nothing worth a clean exit, and framework teardown is slow
@@ -220,6 +243,17 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
         outcome = worker.result(limit)
         on_result(judge(instance, outcome, reference, version, known, time.perf_counter() - start))
         if not worker.alive():
-            worker = new_worker()
-            worker.start()
+            worker = _replacement(new_worker)
     return worker
+
+
+def _replacement(new_worker: Callable[[], Worker]) -> Worker:
+    """A started fresh worker; one that dies while starting is tried again, a few times."""
+    for attempt in range(1, START_TRIES + 1):
+        worker = new_worker()
+        try:
+            worker.start()
+            return worker
+        except WorkerFailed:
+            if attempt == START_TRIES:
+                raise

@@ -1,9 +1,15 @@
 """The worker boundary: whatever an adapter sends back or leaves running costs only its own case.
 
-The test-only adapters in faults/hostile_adapter.py send malformed observations or objects the
-parent cannot unpickle; the spec in faults/boundary puts a healthy case beside each.
+The test-only adapters in faults/hostile_adapter.py send malformed observations, objects the parent
+cannot unpickle, or fork children that hold the pipe; the spec in faults/boundary puts a healthy case
+beside each.
 """
+import os
 import pickle
+import random
+import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -32,13 +38,46 @@ EXPECTED = {
     "unpicklable": "bad observation: cannot unpickle it: UnpicklingError: hostile_adapter._refuse_outside "
                    "may not cross from the worker",
     "bad-pickle": "bad observation: cannot unpickle it: TypeError: data type 'no-such-dtype' not understood",
+    "fork-segv": "crashed: SIGSEGV",
 }
 
 
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie left for a non-reaping init counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in "ZX"
+
+
+def ended(pid: int) -> bool:
+    """Whether `pid` ends within a grace period; SIGKILL is delivered asynchronously."""
+    for _ in range(200):
+        if not running(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.fixture
-def hostile(monkeypatch):
-    """The hostile adapter importable in the (spawned) worker."""
+def hostile(monkeypatch, tmp_path):
+    """The hostile adapter importable in the (spawned) worker; the pids of the children it forks."""
     monkeypatch.syspath_prepend(str(FAULTS))
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("HOSTILE_PIDS", str(pids))
+    children = {}
+    yield children
+    for name, pid in children.items():  # only if the code under test left one behind
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def child_pid(children, layer):
+    pid = int(Path(os.environ["HOSTILE_PIDS"], f"{layer}.pid").read_text())
+    children[layer] = pid
+    return pid
 
 
 def run_cli(spec, out, *argv):
@@ -73,13 +112,16 @@ def instance(case_id, layer, steps=1):
 def test_malformed_observations_are_that_cases_error_and_nothing_is_lost(hostile, tmp_path, capsys):
     out = tmp_path / "boundary.json"
     assert run_cli("boundary", out) == 0
+    child_pid(hostile, "fork-lingers")
+    child_pid(hostile, "fork-segv")
     doc = results.read(out)
     by_id = {c.id: c for c in doc.cases}
-    assert doc.complete and len(doc.cases) == 23
+    assert doc.complete and len(doc.cases) == 27
     for case_id, reason in EXPECTED.items():
         assert (by_id[case_id].verdict, by_id[case_id].reason) == ("error", reason), case_id
+    assert by_id["fork-lingers"].verdict == "conform"
     healthy = [c for c in doc.cases if c.id.startswith("healthy-")]
-    assert len(healthy) == 12 and all(c.verdict == "conform" and c.checks for c in healthy)
+    assert len(healthy) == 14 and all(c.verdict == "conform" and c.checks for c in healthy)
 
 
 def test_unpickling_failure_replaces_the_worker(hostile):
@@ -102,6 +144,25 @@ def test_a_malformed_ready_message_stops_the_run_cleanly(monkeypatch, tmp_path, 
                  "--adapter", "hostile_adapter:BadVersionRunner", "--out", str(tmp_path / "v.json")])
     err = capsys.readouterr().err
     assert code == 4 and err == "error: the worker's ready message is not three strings (is version() a str?)\n"
+
+
+# ---------------------------------------------------------------- 2: children the worker forks
+def test_a_crash_is_reported_as_such_while_a_forked_child_holds_the_pipe(hostile, tmp_path):
+    out = tmp_path / "segv.json"
+    assert run_cli("boundary", out, "--case", "fork-segv", "--case", "healthy-12") == 0
+    child = child_pid(hostile, "fork-segv")
+    by_id = {c.id: c for c in results.read(out).cases}
+    assert by_id["fork-segv"].reason == "crashed: SIGSEGV"  # not "timed out after 5 s"
+    assert by_id["healthy-12"].verdict == "conform"
+    assert ended(child)
+
+
+def test_children_a_worker_forked_end_with_it(hostile, tmp_path):
+    out = tmp_path / "lingers.json"
+    assert run_cli("boundary", out, "--case", "fork-lingers", "--case", "healthy-13") == 0
+    child = child_pid(hostile, "fork-lingers")
+    assert {c.verdict for c in results.read(out).cases} == {"conform"}
+    assert ended(child)
 
 
 # ---------------------------------------------------------------- fuzzing the boundary
@@ -162,3 +223,42 @@ def test_fuzz_no_malformed_observation_crashes_the_parent_or_costs_another_case(
     finally:
         workers.close()
 
+
+# ---------------------------------------------------------------- SIGKILL at random moments
+def test_worker_killed_at_random_moments_every_case_still_gets_a_record(hostile):
+    kills_wanted, rng = 20, random.Random(20260519)
+    workers = Workers()
+    workers.new().start()
+    records, kills, sent, stop = [], [], [], threading.Event()
+
+    def killer():
+        # a different worker each time, and only after a case finished since the last kill, so a
+        # replacement is killed while starting at most once in a row
+        victim, seen = None, 0
+        while len(kills) < kills_wanted and not stop.is_set():
+            time.sleep(rng.uniform(0, 0.25))
+            target = workers.all[-1]
+            if target is victim or len(records) == seen:
+                continue
+            target.process.kill()
+            victim, seen = target, len(records)
+            kills.append(seen)
+
+    def instances():  # cases keep coming until the killer is done, then a few more
+        thread = threading.Thread(target=killer, daemon=True)
+        thread.start()
+        while thread.is_alive() and len(sent) < 5000:
+            sent.append(instance(f"nap-{len(sent)}", "nap"))
+            yield sent[-1]
+        for _ in range(3):
+            sent.append(instance(f"nap-{len(sent)}", "nap"))
+            yield sent[-1]
+
+    try:
+        run_isolated(workers.all[0], workers.new, instances(), "1.0", [], 10, records.append)
+    finally:
+        stop.set()
+        workers.close()
+    assert len(kills) == kills_wanted
+    assert [r.id for r in records] == [i.id for i in sent]
+    assert {(r.verdict, r.reason) for r in records} <= {("conform", None), ("error", "crashed: SIGKILL")}

@@ -1,12 +1,15 @@
-"""Test-only adapters that send the parent malformed data.
+"""Test-only adapters that send the parent malformed data or leave processes behind.
 
 HostileRunner: the oracle, plus the misbehaviour named by a layer of the case's model.
 FuzzRunner: the oracle, with what the worker sends for a layer `m<k>` broken as mutation k of the
 pickle file named by $HOSTILE_MUTATIONS says (written by the fuzz test).
 BadVersionRunner: reports a version that is not a string.
+Where a layer forks a child, the child's pid goes to $HOSTILE_PIDS/<layer>.pid for the test to check.
 """
 import os
 import pickle
+import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,11 +37,30 @@ class BadDtype:
         return np.dtype, ("no-such-dtype",)
 
 
+def fork_child(layer: str) -> None:
+    """A child that sleeps holding the worker's pipes (inherited), its pid left for the test."""
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    Path(os.environ["HOSTILE_PIDS"], f"{layer}.pid").write_text(str(pid))
+
+
 class HostileRunner(ReferenceRunner):
     framework = "hostile"
 
     def _has(self, layer):
         return layer in self.model.layers
+
+    def build(self, model, values):
+        super().build(model, values)
+        if self._has("fork-segv"):
+            fork_child("fork-segv")
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if self._has("fork-lingers"):
+            fork_child("fork-lingers")
+        if self._has("nap"):
+            time.sleep(0.02)
 
     def forward(self, path, x, target, train, backward):
         loss = super().forward(path, x, target, train, backward)
