@@ -5,7 +5,7 @@ segfaults, aborts, exits or hangs takes only its worker down (with any process i
 case becomes `error` with a one-line reason and a fresh worker carries on with the rest. What the
 worker sends back is untrusted: it is unpickled with an allow-list and checked against the case, and
 a malformed observation is that case's `error`. The reference oracle runs in the parent meanwhile,
-on the other core.
+on the other core, under the same time limit.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pickle
 import signal
 import time
 import traceback
+from contextlib import contextmanager
 from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
@@ -35,6 +36,30 @@ START_TRIES = 3  # a replacement worker may itself be killed while it starts
 
 class WorkerFailed(Exception):
     """The worker could not start; the message is one line."""
+
+
+class TimeLimit(BaseException):
+    """Raised by `time_limit`; not an Exception, so no `except Exception` in the block swallows it."""
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Raise TimeLimit inside the block once it has run `seconds` (wall clock). Uses SIGALRM, so
+    only in the main thread; the previous handler is restored, and an outer timer re-armed with
+    what it had left."""
+    def expire(signum, frame):
+        raise TimeLimit(f"ran past {seconds:g} s")
+
+    start = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-6))
 
 
 def one_line(exc: BaseException) -> str:
@@ -61,8 +86,8 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
                   references=[str(r) for r in case.references], axes=instance.axes,
                   source=instance.source, duration_s=duration)
     kind, payload = outcome
-    if isinstance(reference, str):  # a suite bug, not a framework finding
-        return CaseRecord(**record, verdict="error", reason=f"reference oracle failed: {reference}")
+    if isinstance(reference, str):  # a suite bug or limit, not a framework finding
+        return CaseRecord(**record, verdict="error", reason=reference)
     if kind != "ok":
         return CaseRecord(**record, verdict=kind, reason=payload)
     try:
@@ -78,16 +103,22 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
                       checks=[CheckRecord(**vars(c)) for c in checks])
 
 
-def reference_of(case: Case) -> Observation | str:
-    """The oracle's observation, or the one-line error that stopped it."""
-    return observe_safely(ReferenceRunner(), case)[1]
+def reference_of(case: Case, limit: float) -> Observation | str:
+    """The oracle's observation, or the one-line reason there is none: it failed, or it ran past
+    `limit` seconds (the case's own limit: a big case could otherwise run the oracle for minutes)."""
+    try:
+        with time_limit(limit):
+            kind, payload = observe_safely(ReferenceRunner(), case)
+    except TimeLimit:
+        return f"reference oracle timed out after {limit:g} s"
+    return payload if kind == "ok" else f"reference oracle failed: {payload}"
 
 
 def run_instance(runner: Runner, instance: Instance, version: str,
                  known: list[KnownDivergence]) -> CaseRecord:
     """In-process run of one instance (for in-memory adapters and tests: no crash isolation)."""
     start = time.perf_counter()
-    reference = reference_of(instance.case)
+    reference = reference_of(instance.case, instance.case.timeout or DEFAULT_TIMEOUT)
     outcome = observe_safely(runner, instance.case)
     return judge(instance, outcome, reference, version, known, time.perf_counter() - start)
 
@@ -239,7 +270,7 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
         limit = timeout or case.timeout or DEFAULT_TIMEOUT
         start = time.perf_counter()
         worker.submit(case)
-        reference = reference_of(case)  # overlaps with the framework's run
+        reference = reference_of(case, limit)  # overlaps with the framework's run
         outcome = worker.result(limit)
         on_result(judge(instance, outcome, reference, version, known, time.perf_counter() - start))
         if not worker.alive():

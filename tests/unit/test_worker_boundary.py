@@ -1,8 +1,8 @@
 """The worker boundary: whatever an adapter sends back or leaves running costs only its own case.
 
 The test-only adapters in faults/hostile_adapter.py send malformed observations, objects the parent
-cannot unpickle, or fork children that hold the pipe; the spec in faults/boundary puts a healthy case
-beside each.
+cannot unpickle, fork children that hold the pipe, or hang while the oracle runs long; the specs in
+faults/boundary and faults/oracle put a healthy case beside each.
 """
 import os
 import pickle
@@ -20,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 from conformance import results
 from conformance.__main__ import main
-from conformance.execute import Worker, run_isolated
+from conformance.execute import TimeLimit, Worker, run_isolated, time_limit
 from conformance.schema import Case, Instance
 
 FAULTS = Path(__file__).parent / "faults"
@@ -163,6 +163,38 @@ def test_children_a_worker_forked_end_with_it(hostile, tmp_path):
     child = child_pid(hostile, "fork-lingers")
     assert {c.verdict for c in results.read(out).cases} == {"conform"}
     assert ended(child)
+
+
+# ---------------------------------------------------------------- 3: the oracle's time limit
+def test_the_oracle_is_bounded_by_the_case_limit(hostile, tmp_path):
+    out = tmp_path / "oracle.json"
+    assert run_cli("oracle", out, "--timeout", "0.5") == 0
+    by_id = {c.id: c for c in results.read(out).cases}
+    assert (by_id["slow-oracle"].verdict, by_id["slow-oracle"].reason) == (
+        "error", "reference oracle timed out after 0.5 s")
+    assert by_id["healthy"].verdict == "conform"
+
+
+def test_time_limit_interrupts_the_block_and_restores_what_was_there():
+    def mine(signum, frame):
+        raise AssertionError("the outer handler ran inside the limited block")
+
+    previous = signal.signal(signal.SIGALRM, mine)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1000)  # an outer timer, suspended meanwhile
+        with pytest.raises(TimeLimit):
+            with time_limit(0.05):
+                try:
+                    time.sleep(60)
+                except Exception:  # a broad handler in the block cannot swallow the limit
+                    pass
+        assert signal.getsignal(signal.SIGALRM) is mine
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 1000
+        with time_limit(60):
+            pass  # a block within its limit runs as usual
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # ---------------------------------------------------------------- fuzzing the boundary

@@ -59,6 +59,8 @@ class HostileRunner(ReferenceRunner):
             os.kill(os.getpid(), signal.SIGSEGV)
         if self._has("fork-lingers"):
             fork_child("fork-lingers")
+        if self._has("slow-oracle"):
+            time.sleep(3600)  # the worker hangs; the test is about the oracle's own time
         if self._has("nap"):
             time.sleep(0.02)
 
