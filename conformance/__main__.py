@@ -168,7 +168,7 @@ def cmd_run(args) -> int:
             print(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} (incomplete)",
                   file=sys.stderr)
             return 143 if isinstance(exc, Interrupted) else 130
-        except WorkerFailed:
+        except Exception:  # WorkerFailed, or a suite bug: the finished cases are written first
             save(complete=False)
             raise
         summary = save(complete=True)

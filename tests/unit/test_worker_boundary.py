@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import conformance.execute
 from conformance import results
 from conformance.__main__ import main
 from conformance.execute import TimeLimit, Worker, run_isolated, time_limit
@@ -144,6 +145,22 @@ def test_a_malformed_ready_message_stops_the_run_cleanly(monkeypatch, tmp_path, 
                  "--adapter", "hostile_adapter:BadVersionRunner", "--out", str(tmp_path / "v.json")])
     err = capsys.readouterr().err
     assert code == 4 and err == "error: the worker's ready message is not three strings (is version() a str?)\n"
+
+
+def test_an_unexpected_error_still_writes_the_finished_cases(hostile, monkeypatch, tmp_path):
+    judge = conformance.execute.judge
+
+    def judge_fails_on_the_third(instance, *args):
+        if instance.id == "healthy-2":
+            raise RuntimeError("a suite bug")
+        return judge(instance, *args)
+
+    monkeypatch.setattr(conformance.execute, "judge", judge_fails_on_the_third)
+    out = tmp_path / "bug.json"
+    with pytest.raises(RuntimeError):
+        run_cli("boundary", out, "--case", "healthy-0", "--case", "healthy-1", "--case", "healthy-2")
+    doc = results.read(out)
+    assert not doc.complete and [c.id for c in doc.cases] == ["healthy-0", "healthy-1"]
 
 
 # ---------------------------------------------------------------- 2: children the worker forks
