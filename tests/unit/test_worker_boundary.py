@@ -110,7 +110,7 @@ def instance(case_id, layer, steps=1):
 
 
 # ---------------------------------------------------------------- 1: malformed observations
-def test_malformed_observations_are_that_cases_error_and_nothing_is_lost(hostile, tmp_path, capsys):
+def test_malformed_observations_are_that_cases_error_and_nothing_is_lost(hostile, tmp_path):
     out = tmp_path / "boundary.json"
     assert run_cli("boundary", out) == 0
     child_pid(hostile, "fork-lingers")
@@ -150,10 +150,10 @@ def test_a_malformed_ready_message_stops_the_run_cleanly(monkeypatch, tmp_path, 
 def test_an_unexpected_error_still_writes_the_finished_cases(hostile, monkeypatch, tmp_path):
     judge = conformance.execute.judge
 
-    def judge_fails_on_the_third(instance, *args):
-        if instance.id == "healthy-2":
+    def judge_fails_on_the_third(inst, *args):
+        if inst.id == "healthy-2":
             raise RuntimeError("a suite bug")
-        return judge(instance, *args)
+        return judge(inst, *args)
 
     monkeypatch.setattr(conformance.execute, "judge", judge_fails_on_the_third)
     out = tmp_path / "bug.json"
