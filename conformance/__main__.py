@@ -182,6 +182,13 @@ def cmd_run(args) -> int:
             worker.close()
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # NaN too: it would arm no timer
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not argparse's usage block
         print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
@@ -202,7 +209,7 @@ def main(argv=None) -> int:
     p_run.add_argument("-k", metavar="SUBSTRING", help="only instance ids containing SUBSTRING")
     p_run.add_argument("--case", action="append", metavar="ID",
                        help="only this case (base or instance id); repeatable")
-    p_run.add_argument("--timeout", type=float, metavar="SECONDS",
+    p_run.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                        help="per-case time limit, overriding the spec's (default %g s)" % DEFAULT_TIMEOUT)
     p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK.json)")
     p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-divergence files")

@@ -52,7 +52,8 @@ def time_limit(seconds: float):
 
     start = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expire)
-    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    # setitimer overflows on inf or ~1e12 s: past 1e8 s (three years) is as good as no limit
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, min(seconds, 1e8))
     try:
         yield
     finally:

@@ -209,9 +209,20 @@ def test_time_limit_interrupts_the_block_and_restores_what_was_there():
         assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 1000
         with time_limit(60):
             pass  # a block within its limit runs as usual
+        with time_limit(float("inf")):  # a spec may say `timeout: .inf`
+            pass
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan"])
+def test_timeout_must_be_a_positive_number(value, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        run_cli("oracle", tmp_path / "x.json", "--timeout", value)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert f"argument --timeout: must be a positive number of seconds, not '{value}'" in err
 
 
 # ---------------------------------------------------------------- fuzzing the boundary
