@@ -281,6 +281,9 @@ def _run(args, out: Path, path: str, disarm) -> int:
                 disarm()  # a signal from here on must not cut short the save; one before it is caught below
         except (Interrupted, WorkerFailed) as exc:
             stopped = exc
+        except Exception:  # a suite bug: the finished cases are written first
+            save(final=True)
+            raise
         saved = save(complete=stopped is None, final=True)
         if isinstance(stopped, WorkerFailed):
             _say(f"error: {stopped}", sys.stderr)

@@ -1,16 +1,22 @@
 """Run spec instances on an adapter and turn each into a CaseRecord with its verdict.
 
 A framework runs in one worker process for all its cases, so its import is paid once. A case that
-segfaults, aborts, exits or hangs takes only its worker down: the case becomes `error` with a
-one-line reason and a fresh worker carries on with the rest. The reference oracle runs in the
-parent meanwhile, on the other core.
+segfaults, aborts, exits or hangs takes only its worker down (with any process it forked): the
+case becomes `error` with a one-line reason and a fresh worker carries on with the rest. What the
+worker sends back is untrusted: it is unpickled with an allow-list and checked against the case, and
+a malformed observation is that case's `error`. The reference oracle runs in the parent meanwhile,
+on the other core, under the same time limit.
 """
 from __future__ import annotations
 
+import io
 import multiprocessing
+import os
+import pickle
 import signal
 import time
 import traceback
+from contextlib import contextmanager
 from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
@@ -18,16 +24,43 @@ from .reference import ReferenceRunner
 from .results import CaseRecord, CheckRecord, Explanation, VariantRecord
 from .runners import FrameworkMissing, Unavailable, load_adapter
 from .runners.base import Runner, Unsupported
-from .scenario import Observation, observe
+from .scenario import BadObservation, Observation, checked, observe
 from .schema import Case, Instance, KnownVariant
 from .verdict import evaluate, failure_summary, unexplained
 
 DEFAULT_TIMEOUT = 30.0  # seconds per case; a case's `timeout` or --timeout overrides it
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
+POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
+START_TRIES = 3  # a replacement worker may itself be killed while it starts
 
 
 class WorkerFailed(Exception):
     """The worker could not start; the message is one line."""
+
+
+class TimeLimit(BaseException):
+    """Raised by `time_limit`; not an Exception, so no `except Exception` in the block swallows it."""
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Raise TimeLimit inside the block once it has run `seconds` (wall clock). Uses SIGALRM, so
+    only in the main thread; the previous handler is restored, and an outer timer re-armed with
+    what it had left."""
+    def expire(signum, frame):
+        raise TimeLimit(f"ran past {seconds:g} s")
+
+    start = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, expire)
+    # setitimer overflows on inf or ~1e12 s: past 1e8 s (three years) is as good as no limit
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, min(seconds, 1e8))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-6))
 
 
 def one_line(exc: BaseException) -> str:
@@ -47,10 +80,12 @@ def observe_safely(runner: Runner, case: Case) -> tuple[str, object]:
         return "error", one_line(exc)
 
 
-def explain(instance: Instance, obs: Observation, profile: list[KnownVariant]) -> tuple[list[KnownVariant], str | None]:
+def explain(instance: Instance, obs: Observation, profile: list[KnownVariant],
+            limit: float = DEFAULT_TIMEOUT) -> tuple[list[KnownVariant], str | None]:
     """Run the oracle under the profile's variants. When it reproduces every checked observation of
     `obs`: (the variants it needed, None), found by dropping, one at a time, each variant whose removal
-    keeps the match, so every one named is needed. Otherwise: ([], the first check it does not explain)."""
+    keeps the match, so every one named is needed. Otherwise: ([], the first check it does not explain).
+    All its oracle runs together get `limit` seconds, the case's own limit."""
     def miss(variants) -> str | None:
         model = observe_safely(ReferenceRunner(variants=[v.variant for v in variants]), instance.case)
         if model[0] != "ok":
@@ -58,19 +93,23 @@ def explain(instance: Instance, obs: Observation, profile: list[KnownVariant]) -
         check = unexplained(instance, obs, model[1])
         return None if check is None else f"{check.check}: observed {check.observed}, variant oracle expects otherwise"
 
-    first = miss(profile)
-    if first is not None:
-        return [], first
-    needed = list(profile)
-    for variant in list(needed):
-        trial = [v for v in needed if v is not variant]
-        if miss(trial) is None:
-            needed = trial
-    return needed, None
+    try:
+        with time_limit(limit):
+            first = miss(profile)
+            if first is not None:
+                return [], first
+            needed = list(profile)
+            for variant in list(needed):
+                trial = [v for v in needed if v is not variant]
+                if miss(trial) is None:
+                    needed = trial
+            return needed, None
+    except TimeLimit:
+        return [], f"the variant oracle timed out after {limit:g} s"
 
 
 def judge(instance: Instance, outcome: tuple[str, object], reference: Observation | str,
-          profile: list[KnownVariant], duration: float) -> CaseRecord:
+          profile: list[KnownVariant], duration: float, limit: float = DEFAULT_TIMEOUT) -> CaseRecord:
     """The record of one instance: its checks against the spec, and for a divergence whether the
     oracle under the framework's profile (its variants for this version) reproduces it."""
     case = instance.case
@@ -78,17 +117,21 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
                   references=[str(r) for r in case.references], axes=instance.axes,
                   source=instance.source, duration_s=duration)
     kind, payload = outcome
-    if isinstance(reference, str):  # a suite bug, not a framework finding
-        return CaseRecord(**record, verdict="error", reason=f"reference oracle failed: {reference}")
+    if isinstance(reference, str):  # a suite bug or limit, not a framework finding
+        return CaseRecord(**record, verdict="error", reason=reference)
     if kind != "ok":
         return CaseRecord(**record, verdict=kind, reason=payload)
-    checks = evaluate(instance, payload, reference)
+    try:
+        observation = checked(payload, case, reference)
+    except BadObservation as exc:
+        return CaseRecord(**record, verdict="error", reason=f"bad observation: {exc}")
+    checks = evaluate(instance, observation, reference)
     held = all(c.held for c in checks)
     checks_kept = [CheckRecord(**vars(c)) for c in checks]
     if held:  # the profile must not predict a divergence that did not happen
-        _, miss = explain(instance, payload, profile) if profile else ([], None)
+        _, miss = explain(instance, observation, profile, limit) if profile else ([], None)
         return CaseRecord(**record, verdict="conform", unexplained=miss, checks=checks_kept)
-    needed, miss = explain(instance, payload, profile)
+    needed, miss = explain(instance, observation, profile, limit)
     explanation = Explanation(variants=[VariantRecord.of(v) for v in needed]) if needed else None
     documented = explanation is not None and all(v.link is not None for v in needed)
     return CaseRecord(**record, verdict="divergence", reason=failure_summary(checks),
@@ -97,21 +140,29 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
                       unexplained=miss, checks=checks_kept)
 
 
-def reference_of(case: Case) -> Observation | str:
-    """The oracle's observation, or the one-line error that stopped it."""
-    return observe_safely(ReferenceRunner(), case)[1]
+def reference_of(case: Case, limit: float) -> Observation | str:
+    """The oracle's observation, or the one-line reason there is none: it failed, or it ran past
+    `limit` seconds (the case's own limit: a big case could otherwise run the oracle for minutes)."""
+    try:
+        with time_limit(limit):
+            kind, payload = observe_safely(ReferenceRunner(), case)
+    except TimeLimit:
+        return f"reference oracle timed out after {limit:g} s"
+    return payload if kind == "ok" else f"reference oracle failed: {payload}"
 
 
 def run_instance(runner: Runner, instance: Instance, profile: list[KnownVariant]) -> CaseRecord:
     """In-process run of one instance (for in-memory adapters and tests: no crash isolation)."""
     start = time.perf_counter()
-    reference = reference_of(instance.case)
+    limit = instance.case.timeout or DEFAULT_TIMEOUT
+    reference = reference_of(instance.case, limit)
     outcome = observe_safely(runner, instance.case)
-    return judge(instance, outcome, reference, profile, time.perf_counter() - start)
+    return judge(instance, outcome, reference, profile, time.perf_counter() - start, limit)
 
 
 # ---------------------------------------------------------------- the worker process
 def _worker_main(conn, framework: str, path: str, device: str, mode: str) -> None:
+    os.setsid()  # a process group of its own: killing the group also ends whatever it forks
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import faulthandler
     faulthandler.enable()  # a native crash leaves a Python traceback on stderr
@@ -126,7 +177,27 @@ def _worker_main(conn, framework: str, path: str, device: str, mode: str) -> Non
         conn.send(("fatal", "WorkerFailed", f"{path} failed to start: {one_line(exc)}"))
         return
     while True:
-        conn.send(observe_safely(runner, conn.recv()))
+        outcome = observe_safely(runner, conn.recv())
+        try:
+            conn.send(outcome)
+        except Exception as exc:  # pickling failed, so nothing was written yet
+            conn.send(("error", f"bad observation: cannot send it: {one_line(exc)}"))
+
+
+# What may cross the pipe from the worker besides plain Python values: the observation's classes
+# and NumPy's array and scalar rebuilders. Anything else (a tensor, an adapter's own class) is
+# refused unread, so no framework or adapter code is imported or run in the parent.
+_ALLOWED = ({("conformance.scenario", "Observation"), ("conformance.scenario", "StepObservation"),
+             ("builtins", "complex"), ("numpy", "ndarray"), ("numpy", "dtype")}
+            | {(module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+               for name in ("_reconstruct", "scalar")})
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if (module, name) not in _ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} may not cross from the worker")
+        return super().find_class(module, name)
 
 
 class Worker:
@@ -136,50 +207,90 @@ class Worker:
         ctx = multiprocessing.get_context("spawn")  # fork is unsafe with framework threads
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_worker_main, args=(child, framework, path, device, mode), daemon=True)
+        self.ended = False
         self.process.start()
         child.close()
 
     def _receive(self, timeout: float):
-        """The worker's next message, or ('error', why) if it died or took too long."""
-        ready = wait([self.conn, self.process.sentinel], timeout)
-        if self.conn in ready:
-            try:
-                return self.conn.recv()
-            except (EOFError, OSError):
-                pass
-        elif not ready:
-            self.kill()
-            return "error", f"timed out after {timeout:g} s"
-        self.process.join(5)
+        """The worker's next message, or ('error', why) if it died, took too long or sent what
+        cannot be unpickled. A child it forked keeps the pipe and the sentinel open after the
+        worker dies, so its exit is also polled."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            ready = wait([self.conn, self.process.sentinel], max(0.0, min(POLL_S, left)))
+            if self.conn in ready:
+                return self._load()
+            if ready or self.process.exitcode is not None:
+                return self._death()
+            if left <= 0:
+                self.kill()
+                return "error", f"timed out after {timeout:g} s"
+
+    def _load(self):
+        try:
+            data = self.conn.recv_bytes()
+        except (EOFError, OSError):
+            return self._death()
+        try:
+            return _Unpickler(io.BytesIO(data)).load()
+        except Exception as exc:
+            self.kill()  # what else it sends cannot be trusted: a fresh worker takes the next case
+            text = str(exc).strip().splitlines()
+            return "error", f"bad observation: cannot unpickle it: {type(exc).__name__}: {text[0] if text else ''}"
+
+    def _death(self):
+        self.kill()  # its group too: a child it forked may outlive it, holding the pipe
         code = self.process.exitcode
         if code is not None and code < 0:
-            return "error", f"crashed: {signal.Signals(-code).name}"
+            try:
+                return "error", f"crashed: {signal.Signals(-code).name}"
+            except ValueError:
+                return "error", f"crashed: signal {-code}"
         return "error", f"worker exited with status {code}"
 
     def start(self) -> tuple[str, str]:
         """Wait until the framework is imported; (version, mode), or raise what stopped it."""
         message = self._receive(STARTUP_TIMEOUT)
-        if message[0] == "ready":
-            return message[1], message[2]
-        if message[0] == "fatal":
-            kind, text = message[1], message[2]
-            raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
-        raise WorkerFailed(f"the worker died while starting: {message[1]}")
+        if type(message) is tuple and len(message) == 3 and all(type(m) is str for m in message):
+            if message[0] == "ready":
+                return message[1], message[2]
+            if message[0] == "fatal":
+                kind, text = message[1], message[2]
+                raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
+        if type(message) is tuple and len(message) == 2 and message[0] == "error":  # died, hung, unreadable
+            raise WorkerFailed(f"the worker died while starting: {message[1]}")
+        raise WorkerFailed("the worker's ready message is not three strings (is version() a str?)")
 
     def submit(self, case: Case) -> None:
-        self.conn.send(case)
+        try:
+            self.conn.send(case)
+        except OSError:
+            pass  # it died between cases: result() says how
 
     def result(self, timeout: float) -> tuple[str, object]:
-        """('ok', Observation) | ('unsupported', why) | ('error', one line: exception, crash, timeout)."""
-        return self._receive(timeout)
+        """('ok', observation: check it) | ('unsupported', why) | ('error', one line: exception,
+        crash, timeout, unreadable reply)."""
+        message = self._receive(timeout)
+        if type(message) is tuple and len(message) == 2 and (
+                message[0] == "ok" or message[0] in ("unsupported", "error") and type(message[1]) is str):
+            return message
+        return "error", "bad observation: the worker's reply is not (kind, payload)"
 
     def alive(self) -> bool:
         return self.process.is_alive()
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
+        """End the worker and its process group, once: later the group id may belong to others."""
+        if self.ended:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # no such group: it died before os.setsid(), or it and its children are gone
+        self.process.kill()
         self.process.join(5)
+        self.ended = True
 
     def close(self) -> None:
         self.kill()  # it holds nothing worth a clean exit, and framework teardown is slow
@@ -196,10 +307,21 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
         limit = timeout or case.timeout or DEFAULT_TIMEOUT
         start = time.perf_counter()
         worker.submit(case)
-        reference = reference_of(case)  # overlaps with the framework's run
+        reference = reference_of(case, limit)  # overlaps with the framework's run
         outcome = worker.result(limit)
-        on_result(judge(instance, outcome, reference, profile, time.perf_counter() - start))
+        on_result(judge(instance, outcome, reference, profile, time.perf_counter() - start, limit))
         if not worker.alive():
-            worker = new_worker()
-            worker.start()
+            worker = _replacement(new_worker)
     return worker
+
+
+def _replacement(new_worker: Callable[[], Worker]) -> Worker:
+    """A started fresh worker; one that dies while starting is tried again, a few times."""
+    for attempt in range(1, START_TRIES + 1):
+        worker = new_worker()
+        try:
+            worker.start()
+            return worker
+        except WorkerFailed:
+            if attempt == START_TRIES:
+                raise

@@ -87,3 +87,72 @@ def observe(runner: Runner, case: Case) -> Observation:
             runner.update()
         obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values()))
     return obs
+
+
+# ---------------------------------------------------------------- what an adapter sent
+class BadObservation(Exception):
+    """An observation is malformed; the message is one line saying what and where."""
+
+
+def _dict_of(got, names: list[str], what: str, item) -> dict:
+    """`got` as a new dict of exactly `names`, each value passed through item(value, label, name)."""
+    if type(got) is not dict:
+        raise BadObservation(f"{what} is {type(got).__name__}, not a dict")
+    missing = [n for n in names if n not in got]
+    if missing:
+        raise BadObservation(f"{what} lacks {missing[0]!r}")
+    known = set(names)
+    unknown = [k for k in got if k not in known]
+    if unknown:
+        raise BadObservation(f"{what} has unknown {unknown[0]!r}")
+    return {n: item(got[n], f"{what} {n!r}", n) for n in names}
+
+
+def checked(obs, case: Case, like: Observation) -> Observation:
+    """A clean copy of an adapter's observation of `case`, or BadObservation. `like` (the oracle's
+    observation of the same case) gives each array's shape. Values come from another process and
+    may be anything: a wrong name, type or shape would otherwise crash the verdict or, for complex
+    numbers cast to real, let a case conform that should not."""
+    names = param_names(case.model)
+
+    def array(a, what, name):
+        if type(a) is not np.ndarray:
+            raise BadObservation(f"{what} is {type(a).__name__}, not a NumPy array")
+        if a.dtype.kind not in "fiu":
+            raise BadObservation(f"{what} has dtype {a.dtype}, not real numbers")
+        if a.shape != like.initial[name].shape:
+            raise BadObservation(f"{what} has shape {a.shape}, expected {like.initial[name].shape}")
+        return a.astype(np.float64, copy=False)  # as the oracle's: no integer wrap-around in differences
+
+    def flag(b, what, name):
+        if type(b) not in (bool, np.bool_):
+            raise BadObservation(f"{what} is {type(b).__name__}, not a bool")
+        return bool(b)
+
+    if type(obs) is not Observation:
+        raise BadObservation(f"it is {type(obs).__name__}, not an Observation")
+    params = getattr(obs, "optimizer_params", None)
+    if type(params) is not list:
+        raise BadObservation(f"optimizer_params is {type(params).__name__}, not a list of str")
+    for n, p in enumerate(params):
+        if type(p) is not str:
+            raise BadObservation(f"optimizer_params[{n}] is {type(p).__name__}, not a str")
+    clean = Observation(trainable=_dict_of(getattr(obs, "trainable", None), names, "trainable", flag),
+                        optimizer_params=list(params),
+                        initial=_dict_of(getattr(obs, "initial", None), names, "initial values", array))
+    steps, expected = getattr(obs, "steps", None), len(schedule(case))
+    if type(steps) is not list:
+        raise BadObservation(f"steps is {type(steps).__name__}, not a list")
+    if len(steps) != expected:
+        raise BadObservation(f"{len(steps)} steps, the case has {expected}")
+    for i, step in enumerate(steps):
+        if type(step) is not StepObservation:
+            raise BadObservation(f"step {i} is {type(step).__name__}, not a StepObservation")
+        loss = getattr(step, "loss", None)
+        if type(loss) is bool or not isinstance(loss, (int, float, np.integer, np.floating)):
+            raise BadObservation(f"step {i} loss is {type(loss).__name__}, not a real number")
+        grads = _dict_of(getattr(step, "grads", None), names, f"step {i} grads",
+                         lambda g, what, name: None if g is None else array(g, what, name))
+        values = _dict_of(getattr(step, "values", None), names, f"step {i} values", array)
+        clean.steps.append(StepObservation(loss=float(loss), grads=grads, values=values))
+    return clean
