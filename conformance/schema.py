@@ -32,7 +32,11 @@ BATCHNORM_PARAMS = ("weight", "bias", "running_mean", "running_var")
 
 
 class SpecError(Exception):
-    """A spec or known-divergence file is malformed; the message is one line."""
+    """A spec or known-variant file is malformed; the message is one line, even when it quotes a key
+    or value with line breaks in it (they are shown escaped)."""
+
+    def __init__(self, message: str):
+        super().__init__(str(message).replace("\r", "\\r").replace("\n", "\\n"))
 
 
 # Limits against hostile files; the shipped ones are under 8 KB and nest under 10 levels.

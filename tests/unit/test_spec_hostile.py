@@ -206,3 +206,8 @@ def test_batchnorm_momentum_one_loads(tmp_path):
 def test_nonsense_value_set_by_a_variant(tmp_path):
     msg = error_of(tmp_path, with_case_keys("    variants:\n      bad: {optimizer.eps: -1}\n"))
     assert msg.startswith("topic.yaml:3: tiny[bad]: optimizer.eps: ")
+
+
+def test_a_key_with_a_line_break_still_gives_one_line(tmp_path):
+    message = error_of(tmp_path, GOOD.replace("    title: A tiny case\n", '    title: A tiny case\n    "ti\\ntle": x\n'))
+    assert "unknown key" in message and "ti\\ntle" in message
