@@ -69,11 +69,12 @@ KINDS = {"d": "directory", "l": "symbolic link", "p": "FIFO", "c": "character de
          "s": "socket"}
 
 
-def _out_file(text: str | None, framework: str) -> Path:
-    """run's --out: a regular file or a new path; never a link, FIFO or device, which the rename would replace."""
+def _out_file(text: str) -> Path:
+    """run's results file: a regular file or a new path; never a link, FIFO or device, which the
+    rename would replace."""
     if text == "":
         raise UsageError("--out: empty path")
-    out = Path(text or f"reports/results/{framework}.json")
+    out = Path(text)
     try:
         mode = os.lstat(out).st_mode
     except FileNotFoundError:
@@ -183,7 +184,7 @@ def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
 
 
 def cmd_run(args) -> int:
-    out = _out_file(args.out, args.framework)
+    chosen = None if args.out is None else _out_file(args.out)  # a bad --out fails before the import
     path = _adapter(args)
     armed = [True]
 
@@ -193,24 +194,6 @@ def cmd_run(args) -> int:
             raise Interrupted(signum)
 
     previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
-    try:
-        try:
-            lock = results.lock(out)
-        except results.Busy as exc:
-            raise UsageError(str(exc)) from None
-        except OSError as exc:
-            raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-        try:
-            return _run(args, out, path, disarm=armed.clear)
-        finally:
-            results.unlock(out, lock)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
-
-
-def _run(args, out: Path, path: str, disarm) -> int:
-    """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
     workers = [Worker(args.framework, path, args.device, args.mode)]  # the framework imports while the spec loads
 
     def new_worker():
@@ -219,90 +202,108 @@ def _run(args, out: Path, path: str, disarm) -> int:
 
     try:
         selected = _select(load_spec(args.spec), args.k, args.case)
-        order = {inst.id: n for n, inst in enumerate(selected)}
         known = load_known(args.framework, args.known)
         version, mode = workers[0].start()
-        now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        variants = profile(known, version)
-        doc = results.Results(environment=results.environment(
-            args.framework, version, args.device, mode, args.spec, now()),
-            profile=[results.VariantRecord.of(v) for v in variants])
-        todo = selected
-        if args.resume or args.only_errors:
-            previous = _previous(out, args, version, doc.environment.spec_hash)
-            doc.cases = [c for c in previous.cases if c.id in order
-                         and not (args.only_errors and c.verdict == "error")]
-            done = {c.id for c in doc.cases}
-            todo = [inst for inst in selected if inst.id not in done]
+        # one file per run, named by its axes: another version, device or mode never overwrites it
+        out = chosen or _out_file(str(results.RESULTS_DIR / f"{results.run_name(args.framework, version, args.device, mode)}.json"))
         try:
-            results.write(doc, out)  # fail now, not after the run, if the path is unwritable
+            lock = results.lock(out)
+        except results.Busy as exc:
+            raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-        _say(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
-             + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
-        start, width = time.perf_counter(), len(str(len(todo)))
-        ran, saved_at, in_file = 0, time.monotonic(), len(doc.cases)
-
-        def save(complete=False, final=False) -> bool:
-            """Write `doc`; on failure say so and keep going: the file keeps its last good version."""
-            nonlocal in_file
-            doc.cases.sort(key=lambda c: order[c.id])
-            doc.complete = complete
-            if complete:
-                doc.environment.finished = now()
-            doc.summarize()
-            try:
-                results.write(doc, out)
-            except OSError as exc:
-                _say(f"error: cannot save results to {out}: {exc.strerror or exc}; it keeps the last version "
-                     f"saved, without {len(doc.cases) - in_file} finished cases"
-                     + ("" if final else f" (trying again in {SAVE_EVERY:g} s)"), sys.stderr)
-                return False
-            in_file = len(doc.cases)
-            return True
-
-        def on_result(record):
-            nonlocal ran, saved_at
-            doc.cases.append(record)
-            ran += 1
-            tag = record.verdict + (" (documented)" if record.documented else
-                                    " (explained)" if record.explained_by else "")
-            line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
-            _say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
-            if time.monotonic() - saved_at > SAVE_EVERY:
-                save()
-                saved_at = time.monotonic()
-
-        stopped = None
         try:
-            try:
-                run_isolated(workers[0], new_worker, todo, variants, args.timeout, on_result)
-            finally:
-                disarm()  # a signal from here on must not cut short the save; one before it is caught below
-        except (Interrupted, WorkerFailed) as exc:
-            stopped = exc
-        except Exception:  # a suite bug: the finished cases are written first
-            save(final=True)
-            raise
-        saved = save(complete=stopped is None, final=True)
-        if isinstance(stopped, WorkerFailed):
-            _say(f"error: {stopped}", sys.stderr)
-            return 4 if saved else NOT_SAVED
-        if not saved:
-            return NOT_SAVED
-        if stopped:
-            _say(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} "
-                 f"(incomplete; stopped by {stopped})", sys.stderr)
-            return stopped.status
-        summary = doc.summary
-        counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
-        _say(f"{args.framework}: {counts} ({summary['documented']} documented, "
-             f"{summary['explained']} explained but undocumented divergences); "
-             f"{time.perf_counter() - start:.1f} s; results in {out}")
-        return 0
+            return _run(args, out, workers, new_worker, selected, profile(known, version), version, mode,
+                        disarm=armed.clear)
+        finally:
+            results.unlock(out, lock)
     finally:
         for worker in workers:
             worker.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+def _run(args, out: Path, workers, new_worker, selected, variants, version: str, mode: str, disarm) -> int:
+    """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
+    order = {inst.id: n for n, inst in enumerate(selected)}
+    now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    doc = results.Results(environment=results.environment(
+        args.framework, version, args.device, mode, args.spec, now()),
+        profile=[results.VariantRecord.of(v) for v in variants])
+    todo = selected
+    if args.resume or args.only_errors:
+        previous = _previous(out, args, version, doc.environment.spec_hash)
+        doc.cases = [c for c in previous.cases if c.id in order
+                     and not (args.only_errors and c.verdict == "error")]
+        done = {c.id for c in doc.cases}
+        todo = [inst for inst in selected if inst.id not in done]
+    try:
+        results.write(doc, out)  # fail now, not after the run, if the path is unwritable
+    except OSError as exc:
+        raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
+    _say(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
+         + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
+    start, width = time.perf_counter(), len(str(len(todo)))
+    ran, saved_at, in_file = 0, time.monotonic(), len(doc.cases)
+
+    def save(complete=False, final=False) -> bool:
+        """Write `doc`; on failure say so and keep going: the file keeps its last good version."""
+        nonlocal in_file
+        doc.cases.sort(key=lambda c: order[c.id])
+        doc.complete = complete
+        if complete:
+            doc.environment.finished = now()
+        doc.summarize()
+        try:
+            results.write(doc, out)
+        except OSError as exc:
+            _say(f"error: cannot save results to {out}: {exc.strerror or exc}; it keeps the last version "
+                 f"saved, without {len(doc.cases) - in_file} finished cases"
+                 + ("" if final else f" (trying again in {SAVE_EVERY:g} s)"), sys.stderr)
+            return False
+        in_file = len(doc.cases)
+        return True
+
+    def on_result(record):
+        nonlocal ran, saved_at
+        doc.cases.append(record)
+        ran += 1
+        tag = record.verdict + (" (documented)" if record.documented else
+                                " (explained)" if record.explained_by else "")
+        line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
+        _say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
+        if time.monotonic() - saved_at > SAVE_EVERY:
+            save()
+            saved_at = time.monotonic()
+
+    stopped = None
+    try:
+        try:
+            run_isolated(workers[0], new_worker, todo, variants, args.timeout, on_result)
+        finally:
+            disarm()  # a signal from here on must not cut short the save; one before it is caught below
+    except (Interrupted, WorkerFailed) as exc:
+        stopped = exc
+    except Exception:  # a suite bug: the finished cases are written first
+        save(final=True)
+        raise
+    saved = save(complete=stopped is None, final=True)
+    if isinstance(stopped, WorkerFailed):
+        _say(f"error: {stopped}", sys.stderr)
+        return 4 if saved else NOT_SAVED
+    if not saved:
+        return NOT_SAVED
+    if stopped:
+        _say(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} "
+             f"(incomplete; stopped by {stopped})", sys.stderr)
+        return stopped.status
+    summary = doc.summary
+    counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
+    _say(f"{args.framework}: {counts} ({summary['documented']} documented, "
+         f"{summary['explained']} explained but undocumented divergences); "
+         f"{time.perf_counter() - start:.1f} s; results in {out}")
+    return 0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -328,7 +329,7 @@ def main(argv=None) -> int:
     p_run.add_argument("--timeout", type=_timeout, metavar="SECONDS",
                        help="per-case time limit, overriding the spec's (default %g s, at most %g s)"
                             % (DEFAULT_TIMEOUT, MAX_TIMEOUT))
-    p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK.json)")
+    p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK-VERSION-DEVICE-MODE-API.json)")
     p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files (known/<framework>.yaml)")
     p_run.add_argument("--adapter", metavar="MODULE:CLASS",
                        help="run this adapter class instead of the framework's own (adapters in development)")

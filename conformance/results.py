@@ -4,6 +4,7 @@ from __future__ import annotations
 import fcntl
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,7 @@ class Environment(BaseModel):
     framework_version: str
     device: str
     mode: str
+    api: str = "loop"  # the hand-written training loop; a framework's own trainer is another api
     python: str
     numpy: str
     platform: str
@@ -106,6 +108,15 @@ def suite_sha() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
+
+
+RESULTS_DIR = Path("reports/results")
+
+
+def run_name(framework: str, version: str, device: str, mode: str, api: str = "loop") -> str:
+    """A run's axes as one file-name-safe word, e.g. paddle-3.3.1-cpu-eager-loop."""
+    safe = lambda text: re.sub(r"[^A-Za-z0-9.+_]", "_", text) or "_"  # a version string is the adapter's word
+    return "-".join(safe(part) for part in (framework, version, device, mode, api))
 
 
 def environment(framework: str, version: str, device: str, mode: str, spec_dir, started: str) -> Environment:
