@@ -139,6 +139,7 @@ class DenseFrozenKernel(keras.layers.Layer):
     def build(self, input_shape):
         self.kernel = self.add_weight("kernel", (input_shape[-1], self.units), trainable=False)
         self.bias = self.add_weight("bias", (self.units,), initializer="zeros")
+        super().build(input_shape)  # marks it built: else its first call builds new weights
 
     def call(self, x):
         return x @ self.kernel + self.bias
@@ -161,16 +162,16 @@ def test_trainable_false_leaves_the_tape_and_the_optimizer_untouched():
     # a layer's flag leaves its tf.Variables trainable on both; one weight frozen at creation in
     # Keras 2 is a non-trainable tf.Variable, Keras 3's per-weight flag leaves it trainable
     assert backing[1].trainable is not KERAS2
-    params = [a.kernel, b.kernel]
+    params = [a.kernel, b.kernel, b.bias]  # b.bias: b's weights are the ones its call uses
     before = [p.numpy().copy() for p in params]
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(tf.square(b(a(tf.ones((8, 4)))) - 1.0))
     grads = tape.gradient(loss, params)
     # GradientTape watches trainable tf.Variables only: Keras 2's frozen weight gets None (and
     # apply_gradients drops it), so there it is really frozen; the frozen layer is trained on both
-    assert [g is None for g in grads] == [False, KERAS2]
+    assert [g is None for g in grads] == [False, KERAS2, False]
     keras.optimizers.SGD(0.1, weight_decay=0.05).apply_gradients(zip(grads, params))
-    assert [not np.array_equal(x, p.numpy()) for x, p in zip(before, params)] == [True, not KERAS2]
+    assert [not np.array_equal(x, p.numpy()) for x, p in zip(before, params)] == [True, not KERAS2, True]
 
 
 # ---------------------------------------------------------------- optimizers (keras.io docs)
