@@ -4,9 +4,12 @@ import os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 import numpy as np, tensorflow as tf, keras
 
+KERAS2 = keras.__version__.startswith("2.")  # TF <= 2.15: Keras 2, whose weights are tf.Variables
+Variable = tf.Variable if KERAS2 else keras.Variable  # Keras 2 has no keras.Variable
+
 g = np.array([1e-3, 1e-4, 1e-1], np.float32)
 lr, eps = 0.1, 1e-8
-v = keras.Variable(np.zeros(3, np.float32))
+v = Variable(np.zeros(3, np.float32))
 keras.optimizers.Adam(lr, epsilon=eps).apply_gradients([(tf.constant(g), v)])
 g64 = g.astype(np.float64)
 m, s = 0.1 * g64, 0.001 * g64 * g64

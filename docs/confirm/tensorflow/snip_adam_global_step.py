@@ -6,8 +6,11 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 warnings.simplefilter("ignore")
 import numpy as np, tensorflow as tf, keras
 
+KERAS2 = keras.__version__.startswith("2.")  # TF <= 2.15: Keras 2, whose weights are tf.Variables
+Variable = tf.Variable if KERAS2 else keras.Variable  # Keras 2 has no keras.Variable
+
 lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
-a, b = keras.Variable(np.ones(2, np.float32)), keras.Variable(np.ones(2, np.float32))
+a, b = Variable(np.ones(2, np.float32)), Variable(np.ones(2, np.float32))
 opt = keras.optimizers.Adam(lr, epsilon=eps)
 ga = np.array([0.5, -0.3], np.float32)
 schedule = [ga, ga, None, ga]                              # a is used, used, unused, used

@@ -1,4 +1,4 @@
-"""Keras 3 BatchNormalization updates moving_variance with the biased (1/n) batch variance;
+"""Keras BatchNormalization updates moving_variance with the biased (1/n) batch variance;
 torch (and the suite's oracle) use the unbiased (1/(n-1)) one. Keras momentum weighs the old value."""
 import os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"

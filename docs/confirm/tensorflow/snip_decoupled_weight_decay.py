@@ -1,13 +1,16 @@
-"""Keras 3 `weight_decay` of SGD(momentum) and Adam is decoupled (w -= lr*wd*w before the step),
+"""Keras `weight_decay` of SGD(momentum) and Adam is decoupled (w -= lr*wd*w before the step),
 not L2 added to the gradient as torch/paddle SGD/Adam(weight_decay=) do."""
 import os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 import numpy as np, tensorflow as tf, keras
 
+KERAS2 = keras.__version__.startswith("2.")  # TF <= 2.15: Keras 2, whose weights are tf.Variables
+Variable = tf.Variable if KERAS2 else keras.Variable  # Keras 2 has no keras.Variable
+
 w0, g, lr, wd = np.array([1.0, -2.0], np.float32), np.array([0.5, 0.25], np.float32), 0.1, 0.1
 for name, make in [("momentum", lambda: keras.optimizers.SGD(lr, momentum=0.9, weight_decay=wd)),
                    ("adam", lambda: keras.optimizers.Adam(lr, epsilon=1e-8, weight_decay=wd))]:
-    v = keras.Variable(w0)
+    v = Variable(w0)
     opt = make()
     for _ in range(2):
         opt.apply_gradients([(tf.constant(g), v)])
