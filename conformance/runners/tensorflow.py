@@ -165,8 +165,9 @@ class TensorFlowRunner(Runner):
             if name in layers:
                 layers[name].trainable = False  # the Keras way to freeze a layer
             elif KERAS2:
-                raise Unsupported(f"Keras {keras.__version__} cannot freeze one weight ({name}): a tf.Variable's "
-                                  f"trainable is fixed at creation; only layer.trainable = False freezes")
+                raise Unsupported(f"Keras {keras.__version__} cannot freeze one weight ({name}) of a built layer: a "
+                                  f"tf.Variable's trainable is fixed at creation (add_weight(trainable=False)); "
+                                  f"afterwards only layer.trainable = False freezes")
             else:
                 self.variables[name].trainable = False  # keras.Variable.trainable: one weight
         self.names = {id(v): n for n, v in self.variables.items()}
