@@ -6,8 +6,10 @@ matplotlib draws the benchmark plots, embedded as PNG data URIs so the page open
 from __future__ import annotations
 
 import datetime
+import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -24,21 +26,37 @@ CELL = {"conform": ("✓", "conform"), "documented": ("◆", "documented diverge
         "unsupported": ("–", "unsupported"), "missing": ("·", "not run")}
 
 
+def safe_href(target, anchor: bool = False) -> str | None:
+    """The href of every link on the page, or None: show the target as plain text instead.
+
+    An in-page anchor (anchor=True) or a file beside the page (a PurePath relative to it) is
+    percent-quoted behind '#' or './', so no name can become a scheme such as javascript:.
+    Any other link must be http(s) with a host."""
+    if anchor:
+        return "#" + quote(str(target), safe="[],=:@!$'()*+;/?", errors="backslashreplace")
+    if isinstance(target, PurePath):
+        return "./" + quote(target.as_posix(), errors="surrogateescape")  # the file name's own bytes
+    try:
+        parts = urlsplit(str(target).strip())  # drops the tabs and newlines browsers drop too
+    except ValueError:  # e.g. a broken IPv6 host
+        return None
+    return urlunsplit(parts) if parts.scheme in ("http", "https") and parts.hostname else None
+
+
 @dataclass
 class Column:
     framework: str
     status: str               # ok | incomplete | not run | malformed
     note: str = ""            # why not run / what is malformed
     doc: results.Results | None = None
-    file: str | None = None   # path relative to the report
+    file: PurePath | None = None  # path relative to the report
 
 
 def load_columns(results_dir: Path, report_dir: Path) -> list[Column]:
     columns = []
     for framework in COLUMNS:
         path = results_dir / f"{framework}.json"
-        rel = Path(path).resolve().relative_to(report_dir.resolve()) if path.resolve().is_relative_to(
-            report_dir.resolve()) else path.resolve()
+        rel = PurePosixPath(os.path.relpath(path, report_dir))
         if not path.exists():
             columns.append(Column(framework, "not run", f"no {path.name}: run `tox -e {framework}`"))
             continue
@@ -46,11 +64,11 @@ def load_columns(results_dir: Path, report_dir: Path) -> list[Column]:
             doc = results.read(path)
         except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             first = str(exc).splitlines()
-            columns.append(Column(framework, "malformed", f"{path.name}: {' '.join(first[:2])}", file=str(rel)))
+            columns.append(Column(framework, "malformed", f"{path.name}: {' '.join(first[:2])}", file=rel))
             continue
         status = "ok" if doc.complete else "incomplete"
         note = "" if doc.complete else "the run was interrupted: only finished cases are shown"
-        columns.append(Column(framework, status, note, doc, str(rel)))
+        columns.append(Column(framework, status, note, doc, rel))
     return columns
 
 
@@ -127,10 +145,12 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
     table.to_csv(out_dir / "summary.csv", index=False)
     bench = load_benchmarks(bench_dir) if bench_dir else None
     env = Environment(loader=PackageLoader("conformance", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["safe_href"] = safe_href
     page = env.get_template("report.html").render(
         built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         suite=next((c.doc.environment.suite_sha for c in columns if c.doc), results.suite_sha()),
         columns=columns, counts=summary_counts(table, columns), cells=_cells(table, columns), legend=CELL,
+        summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
         seeds=_grouped(rows[rows.topic == "seeds"]),
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
