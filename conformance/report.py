@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -46,13 +47,13 @@ def safe_href(target, anchor: bool = False) -> str | None:
 @dataclass
 class Column:
     framework: str
-    status: str               # ok | incomplete | not run | malformed
+    status: str               # ok | incomplete | not run | malformed | wrong framework
     note: str = ""            # why not run / what is malformed
     doc: results.Results | None = None
     file: PurePath | None = None  # path relative to the report
 
 
-def load_columns(results_dir: Path, report_dir: Path) -> list[Column]:
+def load_columns(results_dir: Path, report_dir: Path, warn) -> list[Column]:
     columns = []
     for framework in COLUMNS:
         path = results_dir / f"{framework}.json"
@@ -65,6 +66,14 @@ def load_columns(results_dir: Path, report_dir: Path) -> list[Column]:
         except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             first = str(exc).splitlines()
             columns.append(Column(framework, "malformed", f"{path.name}: {' '.join(first[:2])}", file=rel))
+            warn(f"{path}: malformed: {' '.join(first[:2])}")
+            continue
+        claimed = doc.environment.framework
+        if claimed != framework:  # its cases belong to another column, or to none
+            what = "another framework" if claimed in FRAMEWORKS else "an unknown framework"
+            note = f"{path.name} holds results of {what}, {claimed[:60]!r}"
+            columns.append(Column(framework, "wrong framework", note + ": not shown", file=rel))
+            warn(f"{path}: environment.framework is {claimed[:60]!r}, not {framework!r}: not shown")
             continue
         status = "ok" if doc.complete else "incomplete"
         note = "" if doc.complete else "the run was interrupted: only finished cases are shown"
@@ -137,9 +146,17 @@ def _cells(table: pd.DataFrame, columns: list[Column]) -> dict:
 
 def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("reports"), spec_dir=None,
           bench_dir: Path | None = Path(".asv/results")) -> Path:
+    """Write index.html and summary.csv to out_dir. Inputs that cannot be used are left out with a
+    one-line warning, on stderr and at the top of the page."""
     from .schema import SPEC_DIR
+    warnings = []
+
+    def warn(message):
+        print(f"warning: {message}", file=sys.stderr)
+        warnings.append(message)
+
     out_dir.mkdir(parents=True, exist_ok=True)
-    columns = load_columns(results_dir, out_dir)
+    columns = load_columns(results_dir, out_dir, warn)
     table = long_table(columns)
     rows = case_rows(columns, spec_dir or SPEC_DIR)
     table.to_csv(out_dir / "summary.csv", index=False)
@@ -150,7 +167,7 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
         built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         suite=next((c.doc.environment.suite_sha for c in columns if c.doc), results.suite_sha()),
         columns=columns, counts=summary_counts(table, columns), cells=_cells(table, columns), legend=CELL,
-        summary_csv=PurePosixPath("summary.csv"),
+        warnings=warnings, summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
         seeds=_grouped(rows[rows.topic == "seeds"]),
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],

@@ -1,4 +1,5 @@
-"""Hostile inputs to the report: links that are not web links."""
+"""Hostile inputs to the report: links that are not web links, results filed under the wrong name.
+The report warns in one line and still builds."""
 import contextlib
 import html
 import io
@@ -34,12 +35,12 @@ def assert_links_safe(page):
             assert parts.scheme in ("http", "https") and parts.hostname, href
 
 
-def write_results(folder, framework, references=(), link="https://example.org/doc"):
+def write_results(folder, framework, references=(), link="https://example.org/doc", claims=None):
     """Three spec cases and one the spec lacks (so its references come from the file), documented by link."""
     extra = results.CaseRecord(id="x-extra", base_id="x-extra", topic="extra", title="t", references=list(references),
                                axes={}, source="s", verdict="divergence", reason="r", duration_s=0.0,
                                documented=results.Documented(reason="why", link=link))
-    results.write(results.Results(complete=True, environment=env(framework),
+    results.write(results.Results(complete=True, environment=env(claims or framework),
                                   cases=[record(i) for i in INSTANCES[:3]] + [extra]), folder / f"{framework}.json")
 
 
@@ -94,3 +95,19 @@ def test_results_folder_named_like_a_scheme_links_to_its_files(tmp_path):
     assert_links_safe(page)
     target = urljoin((tmp_path / "index.html").as_uri(), link)
     assert Path(url2pathname(unquote(urlsplit(target).path))) == folder / "torch.json"
+
+
+def test_results_of_another_or_unknown_framework_are_flagged(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    write_results(folder, "torch", claims="paddle")
+    write_results(folder, "tensorflow", claims="jax")
+    page, err = build_quietly(folder, tmp_path, bench_dir=None)
+    status = dict(re.findall(r'data-framework="(\w+)">.*?<td class="status">([a-z ]+)', page, re.S))
+    assert status["torch"].strip() == status["tensorflow"].strip() == "wrong framework"
+    warnings = page.split('id="warnings"', 1)[-1].split("</div>", 1)[0]
+    assert "torch.json: environment.framework is &#39;paddle&#39;" in warnings
+    assert "tensorflow.json: environment.framework is &#39;jax&#39;" in warnings
+    assert len(err) == 2 and all(line.startswith("warning: ") for line in err)
+    assert 'class="cell v-documented"' not in page  # torch.json's divergence shown under no column
+    assert len((tmp_path / "summary.csv").read_text().strip().splitlines()) == 1  # the header only
