@@ -160,7 +160,7 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
     table = long_table(columns)
     rows = case_rows(columns, spec_dir or SPEC_DIR)
     table.to_csv(out_dir / "summary.csv", index=False)
-    bench = load_benchmarks(bench_dir) if bench_dir else None
+    bench = load_benchmarks(bench_dir, warn) if bench_dir else None
     env = Environment(loader=PackageLoader("conformance", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["safe_href"] = safe_href
     page = env.get_template("report.html").render(

@@ -1,8 +1,9 @@
-"""Hostile inputs to the report: links that are not web links, results filed under the wrong name.
-The report warns in one line and still builds."""
+"""Hostile inputs to the report: links that are not web links, results filed under the wrong name,
+malformed asv results. The report warns in one line and still builds."""
 import contextlib
 import html
 import io
+import json
 import re
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
@@ -11,14 +12,16 @@ from urllib.request import url2pathname
 import pytest
 
 from conformance import results
+from conformance.bench import load_benchmarks
 from conformance.report import build, safe_href
-from conftest import INSTANCES, env, record
+from conftest import INSTANCES, env, record, write_asv
 
 TEMPLATE = Path(__file__).parents[2] / "conformance" / "templates" / "report.html"
 NOT_WEB = [" JaVa\tscript:alert(1)", "javascript:alert(1)", "JAVASCRIPT:alert(1)", "java\nscript:alert(1)",
            "\x01javascript:alert(1)", "vbscript:msgbox(1)", "data:text/html,<script>alert(1)</script>",
            "file:///etc/passwd", "//evil.example/x", "https://", "http:evil.example", "https://[::1", "ref"]
 WEB = ["https://example.org/ok", " http://example.org/spaced\t", "HTTPS://Example.org/upper"]
+GOOD_ASV = [1.0, 1.0, 0.2, 0.9, 1.0, 1.0, 1.0, 1.0] + [None] * 8
 
 
 def hrefs(page):
@@ -111,3 +114,69 @@ def test_results_of_another_or_unknown_framework_are_flagged(tmp_path):
     assert len(err) == 2 and all(line.startswith("warning: ") for line in err)
     assert 'class="cell v-documented"' not in page  # torch.json's divergence shown under no column
     assert len((tmp_path / "summary.csv").read_text().strip().splitlines()) == 1  # the header only
+
+
+# ---------------------------------------------------------------- asv results (issue 10)
+
+NAME = "benchmarks.MaskedUpdate.track_step_cost_relative"
+PARAM_NAMES = ["framework", "mask", "fraction", "optimizer"]
+PARAMS = [["'torch'"], ["'frozen'"], ["0.0", "0.9"], ["'sgd_wd'"]]
+
+
+def asv_file(values, params=PARAMS, **top):
+    return json.dumps({"result_columns": ["result", "params"], "date": 2, "env_name": "x",
+                       "results": {NAME: [values, params]}, **top})
+
+
+BAD_ASV = [  # (file under machine2/, its text, what the warning says, whether the good file still plots)
+    ("bad.json", "{", "not JSON (line 1)", True),
+    ("bad.json", b"\xff\xfe{}", "not UTF-8", True),
+    ("bad.json", "[1, 2]", "expected an object, found a list", True),
+    ("bad.json", '{"results": {}}', "not asv results", True),
+    ("bad.json", json.dumps({"result_columns": ["result"], "results": {NAME: {"result": 1}}}),
+     "expected a list, found an object", True),
+    ("bad.json", asv_file([float("nan"), 0.5]), "value nan is not a finite number", True),
+    ("bad.json", asv_file([float("inf"), 0.5]), "value inf is not a finite number", True),
+    ("bad.json", asv_file(["fast", 0.5]), "value 'fast' is not a finite number", True),
+    ("bad.json", asv_file([0.5]), "one value per parameter combination", True),
+    ("bad.json", asv_file([0.5, 0.5], params=[["'torch'"], ["'frozen'"], ["'half'", "0.9"], ["'sgd_wd'"]]),
+     "fraction 'half' is not a number in [0, 1]", True),
+    ("bad.json", asv_file([0.5, 0.5], params=[[1], ["'frozen'"], ["0.0", "0.9"], ["'sgd_wd'"]]),
+     "params is not a list of lists of strings", True),
+    ("bad.json", asv_file([0.5, 1e300]), "relative cost 1e+300 is outside", True),
+    ("bad.json", asv_file([0.5, 0.5], params=[["'$x^$'"], ["'frozen'"], ["0.0", "0.9"], ["'sgd_wd'"]]),
+     "is not a name", True),
+    ("bad.json", asv_file([0.5, 0.5], date="yesterday"), "date 'yesterday' is not a number", True),
+    ("../benchmarks.json", "{", "not JSON (line 1)", False),
+    ("../benchmarks.json", "[]", "expected an object, found a list", False),
+    ("../benchmarks.json", json.dumps({NAME: {"param_names": "framework"}}), "no list of its parameter names",
+     False),
+]
+
+
+@pytest.mark.parametrize("name, text, says, plotted", BAD_ASV, ids=[c[2] for c in BAD_ASV])
+def test_malformed_asv_results_warn_in_one_line(tmp_path, report_dir, name, text, says, plotted):
+    bench = tmp_path / "asv"
+    bench.mkdir()
+    write_asv(bench, GOOD_ASV)
+    bad = bench / "machine2" / name
+    (bench / "machine2").mkdir()
+    bad.write_bytes(text if isinstance(text, bytes) else text.encode())
+    page, err = build_quietly(report_dir / "results", report_dir, bench_dir=bench)
+    mine = [line for line in err if str(bench) in line]
+    assert len(mine) == 1 and mine[0].startswith(f"warning: {bench}") and says in mine[0], err
+    assert mine[0] in html.unescape(page)  # on the page too
+    assert ('id="bench-plot"' in page) == plotted and ('id="bench-missing"' in page) != plotted
+    if plotted:  # the good points of the bad file are kept, the bad ones left out
+        frame = load_benchmarks(bench, warn=lambda message: None)
+        assert frame.value.map(lambda v: 0 <= v <= 1).all()
+
+
+def test_many_mask_kinds_and_frameworks_still_plot(tmp_path, report_dir):
+    bench = tmp_path / "asv"
+    (bench / "m").mkdir(parents=True)
+    params = [[f"'fw{n}'" for n in range(12)], [f"'mask{n}'" for n in range(200)], ["0.5"], ["'sgd_wd'"]]
+    (bench / "benchmarks.json").write_text(json.dumps({NAME: {"param_names": PARAM_NAMES}}))
+    (bench / "m" / "r.json").write_text(asv_file([0.5] * 12 * 200, params=params))
+    page, err = build_quietly(report_dir / "results", report_dir, bench_dir=bench)
+    assert 'id="bench-plot"' in page and not [line for line in err if str(bench) in line]
