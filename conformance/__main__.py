@@ -60,8 +60,11 @@ def cmd_list(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import build  # pandas, jinja2 and matplotlib: only the report env has them
-    out = build(args.results, args.out, args.spec, args.bench)
+    from .report import OutputError, build  # pandas, jinja2 and matplotlib: only the report env has them
+    try:
+        out = build(args.results, args.out, args.spec, args.bench)
+    except OutputError as exc:
+        raise UsageError(f"report --out {args.out}: {exc}") from None
     print(f"report: {out} and {out.parent / 'summary.csv'}")
     return 0
 

@@ -27,6 +27,10 @@ CELL = {"conform": ("✓", "conform"), "documented": ("◆", "documented diverge
         "unsupported": ("–", "unsupported"), "missing": ("·", "not run")}
 
 
+class OutputError(Exception):
+    """The report cannot be written where asked; the message is one line."""
+
+
 def safe_href(target, anchor: bool = False) -> str | None:
     """The href of every link on the page, or None: show the target as plain text instead.
 
@@ -146,8 +150,8 @@ def _cells(table: pd.DataFrame, columns: list[Column]) -> dict:
 
 def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("reports"), spec_dir=None,
           bench_dir: Path | None = Path(".asv/results")) -> Path:
-    """Write index.html and summary.csv to out_dir. Inputs that cannot be used are left out with a
-    one-line warning, on stderr and at the top of the page."""
+    """Write index.html and summary.csv to out_dir (OutputError if it cannot). Inputs that cannot be
+    used are left out with a one-line warning, on stderr and at the top of the page."""
     from .schema import SPEC_DIR
     warnings = []
 
@@ -155,11 +159,9 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
         print(f"warning: {message}", file=sys.stderr)
         warnings.append(message)
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    columns = load_columns(results_dir, out_dir, warn)
+    columns = load_columns(Path(results_dir), Path(out_dir), warn)
     table = long_table(columns)
     rows = case_rows(columns, spec_dir or SPEC_DIR)
-    table.to_csv(out_dir / "summary.csv", index=False)
     bench = load_benchmarks(bench_dir, warn) if bench_dir else None
     env = Environment(loader=PackageLoader("conformance", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["safe_href"] = safe_href
@@ -173,6 +175,14 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,
         bench_table=relative_table(bench).to_html(float_format="%.2f", na_rep="") if bench is not None else "")
-    out = out_dir / "index.html"
-    out.write_text(page, encoding="utf-8")
+    out = Path(out_dir) / "index.html"
+    try:  # strings from inputs may hold lone surrogates (file names, asv's JSON): never fail on them
+        out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out.parent / "summary.csv", index=False, errors="backslashreplace")
+        out.write_text(page, encoding="utf-8", errors="backslashreplace")
+    except FileExistsError:
+        raise OutputError("exists and is not a folder") from None
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename and Path(exc.filename) != Path(out_dir) else ""
+        raise OutputError(f"{where}{exc.strerror or exc}") from None
     return out

@@ -1,9 +1,11 @@
 """Hostile inputs to the report: links that are not web links, results filed under the wrong name,
-malformed asv results. The report warns in one line and still builds."""
+malformed asv results, file names that are not UTF-8 and an unwritable --out. The report warns in
+one line and still builds."""
 import contextlib
 import html
 import io
 import json
+import os
 import re
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
@@ -12,6 +14,7 @@ from urllib.request import url2pathname
 import pytest
 
 from conformance import results
+from conformance.__main__ import main
 from conformance.bench import load_benchmarks
 from conformance.report import build, safe_href
 from conftest import INSTANCES, env, record, write_asv
@@ -55,7 +58,7 @@ def build_quietly(*args, **kw):
     return page, err.getvalue().splitlines()
 
 
-# ---------------------------------------------------------------- links (issue 9)
+# ---------------------------------------------------------------- links
 
 @pytest.mark.parametrize("target", NOT_WEB)
 def test_safe_href_refuses_what_is_not_a_web_link(target):
@@ -116,7 +119,7 @@ def test_results_of_another_or_unknown_framework_are_flagged(tmp_path):
     assert len((tmp_path / "summary.csv").read_text().strip().splitlines()) == 1  # the header only
 
 
-# ---------------------------------------------------------------- asv results (issue 10)
+# ---------------------------------------------------------------- asv results, file names, --out
 
 NAME = "benchmarks.MaskedUpdate.track_step_cost_relative"
 PARAM_NAMES = ["framework", "mask", "fraction", "optimizer"]
@@ -180,3 +183,29 @@ def test_many_mask_kinds_and_frameworks_still_plot(tmp_path, report_dir):
     (bench / "m" / "r.json").write_text(asv_file([0.5] * 12 * 200, params=params))
     page, err = build_quietly(report_dir / "results", report_dir, bench_dir=bench)
     assert 'id="bench-plot"' in page and not [line for line in err if str(bench) in line]
+
+
+def test_file_names_that_are_not_utf8_still_make_a_page(tmp_path):
+    folder = Path(os.fsdecode(os.fsencode(tmp_path) + b"/res\xff"))
+    folder.mkdir()
+    write_results(folder, "torch")
+    machine = Path(os.fsdecode(os.fsencode(tmp_path) + b"/asv/m\xfe"))
+    machine.mkdir(parents=True)
+    (tmp_path / "asv" / "benchmarks.json").write_text("{}")
+    (machine / "r.json").write_text("{")
+    page, err = build_quietly(folder, tmp_path, bench_dir=tmp_path / "asv")
+    assert "./res%FF/torch.json" in hrefs(page)  # the name's own byte
+    assert "m\\udcfe/r.json: not JSON (line 1)" in page  # the warning, its odd byte spelled out
+
+
+def test_unwritable_out_is_one_line_and_exit_2(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    (tmp_path / "dir" / "index.html").mkdir(parents=True)
+    for out, says in ((blocker, "exists and is not a folder"), (blocker / "sub", "Not a directory"),
+                      (tmp_path / "dir", "index.html: Is a directory")):
+        code = main(["report", "--results", str(tmp_path / "none"), "--bench", str(tmp_path / "none"),
+                     "--out", str(out)])
+        err = capsys.readouterr().err.splitlines()
+        assert code == 2 and len(err) == 1 and err[0].startswith(f"error: report --out {out}: "), err
+        assert says in err[0]
