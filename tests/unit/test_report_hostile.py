@@ -5,13 +5,17 @@ import contextlib
 import html
 import io
 import json
+import math
 import os
 import re
+import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conformance import results
 from conformance.__main__ import main
@@ -209,3 +213,79 @@ def test_unwritable_out_is_one_line_and_exit_2(tmp_path, capsys):
         err = capsys.readouterr().err.splitlines()
         assert code == 2 and len(err) == 1 and err[0].startswith(f"error: report --out {out}: "), err
         assert says in err[0]
+
+
+# ---------------------------------------------------------------- random junk never breaks the page
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                 max_size=4), max_leaves=12)
+
+
+def mostly(good, bad):
+    """Draws from `good` three times in four, else from `bad`: most examples get past the first check."""
+    return st.sampled_from([good, good, good, bad]).flatmap(lambda strategy: strategy)
+
+
+# Parameter values (asv stores their repr) of framework, mask, fraction and optimizer: good ones, or
+# bad TeX and a lone surrogate (matplotlib fails on both), markup, non-numbers.
+POOLS = [(["'torch'", "'paddle'"], ["'$x^$'", "'\ud800'", "'<b>x</b>'", "1"]), (["'frozen'", "'unused'"], ["'$x^$'"]),
+         (["0.0", "0.9", "1"], ["nan", "1e999", "'half'", "[1]"]), (["'sgd_wd'", "'adamw'"], ["", "'a b'"])]
+PARAM_LISTS = st.tuples(*(st.lists(mostly(st.sampled_from(good), st.sampled_from(bad)), min_size=1, max_size=3)
+                      for good, bad in POOLS))
+VALUE = mostly(st.floats(0, 2), st.one_of(st.none(), st.floats(), st.integers(), st.text(max_size=3)))
+ROW = PARAM_LISTS.flatmap(
+    lambda params: st.lists(VALUE, min_size=math.prod(map(len, params)), max_size=math.prod(map(len, params)))
+    .map(lambda values: [values, list(params)]))
+ASV = mostly(  # well-formed with odd values, or junk at any level
+    st.fixed_dictionaries({"result_columns": st.just(["result", "params"]), "date": st.integers(),
+                           "results": st.fixed_dictionaries({NAME: ROW}, optional={"b.M.time_x": ROW})}),
+    st.one_of(JSON, st.fixed_dictionaries({
+        "result_columns": st.one_of(st.just(["result", "params"]), JSON), "date": st.one_of(st.floats(), JSON),
+        "results": st.one_of(JSON, st.dictionaries(st.sampled_from([NAME, "b.M.time_x"]), st.one_of(ROW, JSON),
+                                                   max_size=2))})))
+META = mostly(st.just({NAME: {"param_names": PARAM_NAMES}}), JSON)
+ASV_FILE = mostly(ASV.map(json.dumps), st.binary(max_size=20))
+TEXT = st.one_of(st.text(max_size=20), st.sampled_from(NOT_WEB + WEB))
+RECORD = st.fixed_dictionaries({
+    "id": TEXT, "base_id": TEXT, "topic": TEXT, "title": TEXT, "references": st.lists(TEXT, max_size=3),
+    "axes": st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2), "source": TEXT,
+    "verdict": st.sampled_from(["conform", "divergence", "error", "unsupported"]), "reason": st.none() | TEXT,
+    "documented": st.none() | st.fixed_dictionaries({"reason": TEXT, "link": TEXT}), "duration_s": st.floats()})
+RESULTS = st.one_of(JSON, st.fixed_dictionaries({
+    "schema_version": st.just(1), "complete": st.booleans(),
+    "environment": st.fixed_dictionaries({k: TEXT for k in results.Environment.model_fields if k != "finished"}
+                                         | {"framework": st.sampled_from(["torch", "paddle", "jax", ""])}),
+    "cases": st.lists(RECORD, max_size=4)}))
+JUNK = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def never_breaks(results_dir, bench_dir):
+    with tempfile.TemporaryDirectory() as out:
+        page, err = build_quietly(results_dir, Path(out), bench_dir=bench_dir)
+        assert (Path(out) / "summary.csv").exists() and "</html>" in page
+    assert all(line.startswith("warning: ") for line in err), err  # one line each: no traceback
+    assert_links_safe(page)
+
+
+@JUNK
+@given(meta=META, files=st.lists(ASV_FILE, min_size=1, max_size=3))
+def test_junk_asv_results_never_break_the_report(meta, files):
+    with tempfile.TemporaryDirectory() as tmp:
+        bench = Path(tmp)
+        (bench / "benchmarks.json").write_text(json.dumps(meta))
+        (bench / "m").mkdir()
+        for n, data in enumerate(files):
+            (bench / "m" / f"{n}.json").write_bytes(data if isinstance(data, bytes) else data.encode())
+        never_breaks(bench / "no-results", bench)
+
+
+@JUNK
+@given(files=st.dictionaries(st.sampled_from(["torch", "paddle"]),
+                             st.one_of(RESULTS.map(lambda d: json.dumps(d).encode()), st.binary(max_size=20)),
+                             max_size=2))
+def test_junk_results_never_break_the_report(files):
+    with tempfile.TemporaryDirectory() as tmp:
+        for framework, data in files.items():
+            (Path(tmp) / f"{framework}.json").write_bytes(data)
+        never_breaks(Path(tmp), None)
