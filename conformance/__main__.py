@@ -126,13 +126,13 @@ def cmd_list(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import build  # pandas, jinja2 and matplotlib: only the report env has them
+    from .report import OutputError, build  # pandas, jinja2 and matplotlib: only the report env has them
     if args.out == "":
         raise UsageError("--out: empty path")
-    folder = Path(args.out)
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"--out {folder} is not a folder")
-    out = build(args.results, folder, args.spec, args.bench)
+    try:
+        out = build(args.results, Path(args.out), args.spec, args.bench)
+    except OutputError as exc:
+        raise UsageError(f"report --out {args.out}: {exc}") from None
     _say(f"report: {out} and {out.parent / 'summary.csv'}")
     return 0
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import os
+import sys
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -38,21 +41,41 @@ def variants_of(case: results.CaseRecord) -> list[results.VariantRecord]:
     return explanation.variants if explanation else []
 
 
+class OutputError(Exception):
+    """The report cannot be written where asked; the message is one line."""
+
+
+def safe_href(target, anchor: bool = False) -> str | None:
+    """The href of every link on the page, or None: show the target as plain text instead.
+
+    An in-page anchor (anchor=True) or a file beside the page (a PurePath relative to it) is
+    percent-quoted behind '#' or './', so no name can become a scheme such as javascript:.
+    Any other link must be http(s) with a host."""
+    if anchor:
+        return "#" + quote(str(target), safe="[],=:@!$'()*+;/?", errors="backslashreplace")
+    if isinstance(target, PurePath):
+        return "./" + quote(target.as_posix(), errors="surrogateescape")  # the file name's own bytes
+    try:
+        parts = urlsplit(str(target).strip())  # drops the tabs and newlines browsers drop too
+    except ValueError:  # e.g. a broken IPv6 host
+        return None
+    return urlunsplit(parts) if parts.scheme in ("http", "https") and parts.hostname else None
+
+
 @dataclass
 class Column:
     framework: str
-    status: str               # ok | incomplete | not run | malformed
+    status: str               # ok | incomplete | not run | malformed | wrong framework
     note: str = ""            # why not run / what is malformed
     doc: results.Results | None = None
-    file: str | None = None   # path relative to the report
+    file: PurePath | None = None  # path relative to the report
 
 
-def load_columns(results_dir: Path, report_dir: Path) -> list[Column]:
+def load_columns(results_dir: Path, report_dir: Path, warn) -> list[Column]:
     columns = []
     for framework in COLUMNS:
         path = results_dir / f"{framework}.json"
-        rel = Path(path).resolve().relative_to(report_dir.resolve()) if path.resolve().is_relative_to(
-            report_dir.resolve()) else path.resolve()
+        rel = PurePosixPath(os.path.relpath(path, report_dir))
         if not path.exists():
             columns.append(Column(framework, "not run", f"no {path.name}: run `tox -e {framework}`"))
             continue
@@ -60,11 +83,19 @@ def load_columns(results_dir: Path, report_dir: Path) -> list[Column]:
             doc = results.read(path)
         except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             first = str(exc).splitlines()
-            columns.append(Column(framework, "malformed", f"{path.name}: {' '.join(first[:2])}", file=str(rel)))
+            columns.append(Column(framework, "malformed", f"{path.name}: {' '.join(first[:2])}", file=rel))
+            warn(f"{path}: malformed: {' '.join(first[:2])}")
+            continue
+        claimed = doc.environment.framework
+        if claimed != framework:  # its cases belong to another column, or to none
+            what = "another framework" if claimed in FRAMEWORKS else "an unknown framework"
+            note = f"{path.name} holds results of {what}, {claimed[:60]!r}"
+            columns.append(Column(framework, "wrong framework", note + ": not shown", file=rel))
+            warn(f"{path}: environment.framework is {claimed[:60]!r}, not {framework!r}: not shown")
             continue
         status = "ok" if doc.complete else "incomplete"
         note = "" if doc.complete else "the run was interrupted: only finished cases are shown"
-        columns.append(Column(framework, status, note, doc, str(rel)))
+        columns.append(Column(framework, status, note, doc, rel))
     return columns
 
 
@@ -178,7 +209,8 @@ def profiles_markdown(columns: list[Column]) -> str:
             if cell is None:
                 cells.append("")
             else:
-                mark = f"[◆]({cell['entry'].link})" if cell["entry"].link else "◇"
+                href = safe_href(cell["entry"].link) if cell["entry"].link else None
+                mark = f"[◆]({href.replace('(', '%28').replace(')', '%29')})" if href else "◆" if cell["entry"].link else "◇"
                 cells.append(f"{mark} ×{cell['needed']}")
         lines.append(f"| `{row['name']}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -186,25 +218,42 @@ def profiles_markdown(columns: list[Column]) -> str:
 
 def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("reports"), spec_dir=None,
           bench_dir: Path | None = Path(".asv/results")) -> Path:
+    """Write index.html and summary.csv to out_dir (OutputError if it cannot). Inputs that cannot be
+    used are left out with a one-line warning, on stderr and at the top of the page."""
     from .schema import SPEC_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    columns = load_columns(results_dir, out_dir)
+    warnings = []
+
+    def warn(message):
+        print(f"warning: {message}", file=sys.stderr)
+        warnings.append(message)
+
+    columns = load_columns(Path(results_dir), Path(out_dir), warn)
     table = long_table(columns)
     rows = case_rows(columns, spec_dir or SPEC_DIR)
-    table.to_csv(out_dir / "summary.csv", index=False)
-    bench = load_benchmarks(bench_dir) if bench_dir else None
+    bench = load_benchmarks(bench_dir, warn) if bench_dir else None
     env = Environment(loader=PackageLoader("conformance", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["safe_href"] = safe_href
     page = env.get_template("report.html").render(
         built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         suite=next((c.doc.environment.suite_sha for c in columns if c.doc), results.suite_sha()),
         columns=columns, counts=summary_counts(table, columns), cells=_cells(table, columns), legend=CELL,
+        warnings=warnings, summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
         profiles=profile_table(columns), porting=porting_notes(columns),
         seeds=_grouped(rows[rows.topic == "seeds"]),
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,
         bench_table=relative_table(bench).to_html(float_format="%.2f", na_rep="") if bench is not None else "")
-    (out_dir / "profiles.md").write_text(profiles_markdown(columns), encoding="utf-8")
-    out = out_dir / "index.html"
-    out.write_text(page, encoding="utf-8")
+    out = Path(out_dir) / "index.html"
+    try:  # strings from inputs may hold lone surrogates (file names, asv's JSON): never fail on them
+        out.parent.mkdir(parents=True, exist_ok=True)
+        (out.parent / "profiles.md").write_text(profiles_markdown(columns), encoding="utf-8",
+                                                errors="backslashreplace")
+        table.to_csv(out.parent / "summary.csv", index=False, errors="backslashreplace")
+        out.write_text(page, encoding="utf-8", errors="backslashreplace")
+    except FileExistsError:
+        raise OutputError("exists and is not a folder") from None
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename and Path(exc.filename) != Path(out_dir) else ""
+        raise OutputError(f"{where}{exc.strerror or exc}") from None
     return out

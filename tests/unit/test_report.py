@@ -32,7 +32,7 @@ def test_missing_and_malformed_results_get_their_column(report_dir):
     fw = {k: v.strip() for k, v in re.findall(r'data-framework="(\w+)">.*?<td class="status">([a-z ]+)', page, re.S)}
     assert fw["mindspore"] == "not run" and fw["paddle"] == "malformed" and fw["tensorflow"] == "incomplete"
     assert "run `tox -e mindspore`" in page
-    assert 'href="results/torch.json"' in page
+    assert 'href="./results/torch.json"' in page
 
 
 def test_verdict_cells_and_documented_links(report_dir):

@@ -124,7 +124,7 @@ def test_empty_out_is_refused(tmp_path, capsys, monkeypatch):
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("value, needle", [("", "--out: empty path"), ("file", "--out file is not a folder")])
+@pytest.mark.parametrize("value, needle", [("", "--out: empty path"), ("file", "report --out file: exists and is not a folder")])
 def test_report_out_is_a_folder(tmp_path, capsys, monkeypatch, value, needle):
     monkeypatch.chdir(tmp_path)
     Path("file").write_text("keep me")
