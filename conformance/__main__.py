@@ -346,7 +346,8 @@ def main(argv=None) -> int:
     p_repro.add_argument("--adapter", metavar="MODULE:CLASS", help="adapter class to use instead")
     p_repro.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files")
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")
-    p_report.add_argument("--results", type=Path, default=Path("reports/results"), help="results folder")
+    p_report.add_argument("--results", type=Path, nargs="+", default=[results.RESULTS_DIR],
+                          help="results folders to merge (e.g. copied from a CUDA box); each file is a run")
     p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")
     p_report.add_argument("--out", default="reports", help="folder for index.html and summary.csv")
     args = parser.parse_args(argv)

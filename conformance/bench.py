@@ -18,6 +18,15 @@ PLOT_PARAMS = ("framework", "mask", "fraction", "optimizer")  # of each track_st
 MAX_PANELS = 8  # more would not fit a page (and past 2**16 px matplotlib refuses the image)
 # Plot labels are plain names: matplotlib reads $...$ as TeX and fails on bad TeX or lone surrogates.
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
+
+
+def env_label(env_name: str) -> str:
+    """asv's environment as a short plain name that tells framework versions apart: the tox env of an
+    existing interpreter (`existing-py_..._.tox_paddle26_bin_python` -> paddle26), else the requirements
+    of an asv virtualenv (`virtualenv-py3.11-paddlepaddle2.6.2` -> paddlepaddle2.6.2)."""
+    tox_env = re.search(r"\.tox_(.+?)_bin_python", env_name)
+    label = tox_env.group(1) if tox_env else env_name.split("-", 2)[-1]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", label)[:40] or "env"
 MAX_RELATIVE = 1e6  # no real step is a million times slower; near float's limit matplotlib overflows
 
 
@@ -139,7 +148,7 @@ def _points(path: Path, meta: dict, problems: list) -> list[dict]:
                 problems.append(f"{short[:60]}: {why}")
                 continue
             points.append({**point, "benchmark": short, "value": float(value), "machine": path.parent.name,
-                           "date": date, "env": env})
+                           "date": date, "env": env, "run": env_label(env)})
     return points
 
 
@@ -191,13 +200,14 @@ def plot_benchmarks(frame: pd.DataFrame) -> str | None:
     fig, axes = plt.subplots(1, len(masks), figsize=(4 * len(masks) + 2, 3.6), sharey=True, squeeze=False)
     styles = {"sgd_wd": "-", "adamw": "--"}
     top = max(1.05, 1.05 * float(data["value"].max()))  # shared y: zero_grad goes above 1
-    colours = dict(zip(sorted(set(data["framework"])), itertools.cycle(plt.get_cmap("tab10").colors)))
+    # a line per environment (framework version) and optimizer: paddle and paddle26 are told apart
+    colours = dict(zip(sorted(set(data["run"])), itertools.cycle(plt.get_cmap("tab10").colors)))
     for ax, mask in zip(axes[0], masks):
         part = data[data["mask"] == mask]
-        for (framework, optimizer), line in part.groupby(["framework", "optimizer"]):
+        for (run, optimizer), line in part.groupby(["run", "optimizer"]):
             line = line.sort_values("fraction")
             ax.plot(line["fraction"], line["value"], styles.get(optimizer, ":"), marker="o",
-                    color=colours[framework], label=f"{framework} {optimizer}")
+                    color=colours[run], label=f"{run} {optimizer}")
         ax.plot([0, 1], [1, 0], "k:", label="ideal (1 - fraction)")
         ax.set_title(mask)
         ax.set_xlabel("masked fraction")
@@ -214,8 +224,8 @@ def plot_benchmarks(frame: pd.DataFrame) -> str | None:
 
 
 def relative_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """framework x (mask, fraction) of the relative step cost, per optimizer."""
+    """(framework, environment) x (mask, fraction) of the relative step cost, per optimizer."""
     data = frame[frame.benchmark == RELATIVE]
     if data.empty:  # the frame may then lack the parameter columns
         return pd.DataFrame()
-    return data.pivot_table(index=["framework", "optimizer"], columns=["mask", "fraction"], values="value")
+    return data.pivot_table(index=["framework", "run", "optimizer"], columns=["mask", "fraction"], values="value")

@@ -14,6 +14,7 @@ from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import pandas as pd
+from packaging.version import InvalidVersion, Version
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from . import results
@@ -64,39 +65,77 @@ def safe_href(target, anchor: bool = False) -> str | None:
 
 @dataclass
 class Column:
+    """One run (framework, version, device, mode, api): a column of the report."""
     framework: str
     status: str               # ok | incomplete | not run | malformed | wrong framework
-    note: str = ""            # why not run / what is malformed
+    note: str = ""            # why not run / what is malformed / which older copy it replaced
     doc: results.Results | None = None
     file: PurePath | None = None  # path relative to the report
+    key: str = ""             # the run's axes as one word; unique among the columns
+
+    def __post_init__(self):
+        if not self.key:
+            env = self.doc.environment if self.doc else None
+            self.key = results.run_name(env.framework, env.framework_version, env.device, env.mode, env.api) \
+                if env else f"{self.framework}-{self.status.replace(' ', '_')}-{self.file or ''}"
+
+    @property
+    def axes(self) -> str:
+        """What tells this run apart beside its framework and version (empty for cpu, eager, loop)."""
+        env = self.doc.environment if self.doc else None
+        return "" if env is None else " ".join(x for x, plain in ((env.device, "cpu"), (env.mode, "eager"),
+                                                                  (env.api, "loop")) if x != plain)
 
 
-def load_columns(results_dir: Path, report_dir: Path, warn) -> list[Column]:
-    columns = []
-    for framework in COLUMNS:
-        path = results_dir / f"{framework}.json"
-        rel = PurePosixPath(os.path.relpath(path, report_dir))
-        if not path.exists():
-            columns.append(Column(framework, "not run", f"no {path.name}: run `tox -e {framework}`"))
-            continue
-        try:
-            doc = results.read(path)
-        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            first = str(exc).splitlines()
-            columns.append(Column(framework, "malformed", f"{path.name}: {' '.join(first[:2])}", file=rel))
-            warn(f"{path}: malformed: {' '.join(first[:2])}")
-            continue
-        claimed = doc.environment.framework
-        if claimed != framework:  # its cases belong to another column, or to none
-            what = "another framework" if claimed in FRAMEWORKS else "an unknown framework"
-            note = f"{path.name} holds results of {what}, {claimed[:60]!r}"
-            columns.append(Column(framework, "wrong framework", note + ": not shown", file=rel))
-            warn(f"{path}: environment.framework is {claimed[:60]!r}, not {framework!r}: not shown")
-            continue
-        status = "ok" if doc.complete else "incomplete"
-        note = "" if doc.complete else "the run was interrupted: only finished cases are shown"
-        columns.append(Column(framework, status, note, doc, rel))
-    return columns
+def _order(col: Column):
+    """Columns grouped by framework, versions side by side (oldest first), then device, mode, api."""
+    env = col.doc.environment if col.doc else None
+    try:
+        version = Version(env.framework_version) if env else Version("0")
+    except InvalidVersion:
+        version = Version("0")
+    rank = COLUMNS.index(col.framework) if col.framework in COLUMNS else len(COLUMNS)
+    return (rank, col.framework, version, col.key)
+
+
+def load_columns(results_dirs, report_dir: Path, warn) -> list[Column]:
+    """Every results file (*.json) of every folder is a run. The same run found twice (same axes) is
+    one column, the newer file, with a warning; a framework with no run keeps a "not run" column."""
+    runs: dict[str, Column] = {}
+    others: list[Column] = []
+    for folder in results_dirs:
+        for path in sorted(Path(folder).glob("*.json")):
+            rel = PurePosixPath(os.path.relpath(path, report_dir))
+            named = path.stem.split("-")[0]  # a run's file starts with its framework's name
+            try:
+                doc = results.read(path)
+            except (OSError, ValueError) as exc:  # results.Malformed is a ValueError
+                first = " ".join(str(exc).splitlines()[:2])
+                others.append(Column(named, "malformed", f"{path.name}: {first}", file=rel))
+                warn(f"{path}: malformed: {first}")
+                continue
+            claimed = doc.environment.framework
+            if claimed not in COLUMNS or (named in FRAMEWORKS and named != claimed):
+                what = "another framework" if claimed in FRAMEWORKS else "an unknown framework"
+                others.append(Column(named, "wrong framework",
+                                     f"{path.name} holds results of {what}, {claimed[:60]!r}: not shown", file=rel))
+                warn(f"{path}: environment.framework is {claimed[:60]!r}, not {named!r}: not shown")
+                continue
+            status = "ok" if doc.complete else "incomplete"
+            note = "" if doc.complete else "the run was interrupted: only finished cases are shown"
+            col = Column(claimed, status, note, doc, rel)
+            older = runs.get(col.key)
+            if older is not None:
+                newest, dropped = sorted((older, col), key=lambda c: c.doc.environment.finished
+                                         or c.doc.environment.started)[::-1]
+                warn(f"{dropped.file} and {newest.file} hold the same run ({col.key}): showing the newer, {newest.file}")
+                newest.note = " ".join(x for x in (newest.note, f"newer than {dropped.file}") if x)
+                col = newest
+            runs[col.key] = col
+    columns = list(runs.values()) + others
+    present = {c.framework for c in columns}
+    columns += [Column(f, "not run", f"no results for {f}: run `tox -e {f}`") for f in COLUMNS if f not in present]
+    return sorted(columns, key=_order)
 
 
 def long_table(columns: list[Column]) -> pd.DataFrame:
@@ -104,12 +143,14 @@ def long_table(columns: list[Column]) -> pd.DataFrame:
     rows = []
     for col in columns:
         for case in col.doc.cases if col.doc else []:
-            rows.append(dict(framework=col.framework, framework_version=col.doc.environment.framework_version,
-                             id=case.id, base_id=case.base_id, topic=case.topic, title=case.title,
+            env = col.doc.environment
+            rows.append(dict(run=col.key, framework=col.framework, framework_version=env.framework_version,
+                             device=env.device, mode=env.mode, api=env.api, id=case.id, base_id=case.base_id, topic=case.topic, title=case.title,
                              verdict=case.verdict, cell=cell_class(case), documented=bool(case.documented),
                              variants=" ".join(v.name for v in variants_of(case)),
                              reason=case.reason or "", unexplained=case.unexplained or ""))
-    return pd.DataFrame(rows, columns=["framework", "framework_version", "id", "base_id", "topic", "title",
+    return pd.DataFrame(rows, columns=["run", "framework", "framework_version", "device", "mode", "api",
+                                       "id", "base_id", "topic", "title",
                                        "verdict", "cell", "documented", "variants", "reason", "unexplained"])
 
 
@@ -139,8 +180,8 @@ def _grouped(rows: pd.DataFrame) -> list[dict]:
 
 
 def summary_counts(table: pd.DataFrame, columns: list[Column]) -> pd.DataFrame:
-    counts = table.pivot_table(index="framework", columns="cell", values="id", aggfunc="count", fill_value=0)
-    counts = counts.reindex(index=[c.framework for c in columns], columns=list(CELL)[:-1], fill_value=0)
+    counts = table.pivot_table(index="run", columns="cell", values="id", aggfunc="count", fill_value=0)
+    counts = counts.reindex(index=[c.key for c in columns], columns=list(CELL)[:-1], fill_value=0)
     run = counts.sum(axis=1)
     counts["cases"] = run
     counts["conform %"] = (100 * counts["conform"] / run.where(run > 0)).round(1)
@@ -148,14 +189,14 @@ def summary_counts(table: pd.DataFrame, columns: list[Column]) -> pd.DataFrame:
 
 
 def _cells(table: pd.DataFrame, columns: list[Column]) -> dict:
-    """(case id, framework) -> everything a cell shows."""
+    """(case id, run key) -> everything a cell shows."""
     by_key = {}
     for col in columns:
         for case in col.doc.cases if col.doc else []:
             cls = cell_class(case)
             checks = "; ".join(f"{c.check}: expected {c.expected}, observed {c.observed}"
                                for c in case.checks if not c.held)
-            by_key[case.id, col.framework] = dict(cls=cls, symbol=CELL[cls][0], label=CELL[cls][1],
+            by_key[case.id, col.key] = dict(cls=cls, symbol=CELL[cls][0], label=CELL[cls][1],
                                                   reason=case.reason or "", case=case,
                                                   tooltip=" | ".join(x for x in (CELL[cls][1], case.reason, checks) if x))
     return by_key
@@ -172,15 +213,45 @@ def profile_table(columns: list[Column]) -> list[dict]:
         for col in runs:
             entry = next((v for v in col.doc.profile if v.name == name), None)
             needed = sum(any(v.name == name for v in variants_of(case)) for case in col.doc.cases)
-            cells[col.framework] = dict(entry=entry, needed=needed) if entry else None
+            cells[col.key] = dict(entry=entry, needed=needed) if entry else None
         rows.append(dict(name=name, behaviour=VARIANTS[name].behaviour, cells=cells))
     return rows
 
 
-def porting_notes(columns: list[Column]) -> list[dict]:
-    """For every ordered pair of runs (from X to Y): each variant one profile holds and the other does
-    not, in both frameworks' words, with the cases whose divergence it explains."""
+def latest_runs(columns: list[Column]) -> list[Column]:
+    """Each framework's newest version (on cpu, eager, loop where it has such a run): what porting
+    notes compare."""
+    chosen = {}
+    for col in sorted((c for c in columns if c.doc), key=lambda c: (c.axes == "", _order(c))):
+        chosen[col.framework] = col
+    return sorted(chosen.values(), key=_order)
+
+
+def version_changes(columns: list[Column]) -> list[dict]:
+    """Per framework, for two runs that differ only in version (next to each other in version order):
+    every case whose outcome differs, with both observations."""
+    changes = []
     runs = [c for c in columns if c.doc]
+    for older, newer in zip(runs, runs[1:]):
+        if older.framework != newer.framework or older.axes != newer.axes:
+            continue
+        before = {c.id: c for c in older.doc.cases}
+        cases = []
+        for case in newer.doc.cases:
+            old = before.get(case.id)
+            if old is None:
+                continue
+            outcome = lambda c: (cell_class(c), [v.name for v in variants_of(c)], c.reason)
+            if outcome(old) != outcome(case):
+                cases.append(dict(id=case.id, before=old, after=case))
+        changes.append(dict(framework=older.framework, older=older, newer=newer, cases=cases))
+    return changes
+
+
+def porting_notes(columns: list[Column]) -> list[dict]:
+    """For every ordered pair of frameworks (their newest runs, from X to Y): each variant one profile
+    holds and the other does not, in both frameworks' words, with the cases whose divergence it explains."""
+    runs = latest_runs(columns)
     notes = []
     for source, target in itertools.permutations(runs, 2):
         mine = {v.name: v for v in source.doc.profile}
@@ -200,12 +271,13 @@ def porting_notes(columns: list[Column]) -> list[dict]:
 def profiles_markdown(columns: list[Column]) -> str:
     """The profile table as Markdown (reports/profiles.md), for README's findings."""
     runs = [c for c in columns if c.doc]
-    head = "| variant | " + " | ".join(f"{c.framework} {c.doc.environment.framework_version}" for c in runs) + " |"
+    head = "| variant | " + " | ".join(f"{c.framework} {c.doc.environment.framework_version} {c.axes}".strip()
+                                      for c in runs) + " |"
     lines = [head, "|---" * (len(runs) + 1) + "|"]
     for row in profile_table(columns):
         cells = []
         for col in runs:
-            cell = row["cells"][col.framework]
+            cell = row["cells"][col.key]
             if cell is None:
                 cells.append("")
             else:
@@ -216,7 +288,7 @@ def profiles_markdown(columns: list[Column]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("reports"), spec_dir=None,
+def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports"), spec_dir=None,
           bench_dir: Path | None = Path(".asv/results")) -> Path:
     """Write index.html and summary.csv to out_dir (OutputError if it cannot). Inputs that cannot be
     used are left out with a one-line warning, on stderr and at the top of the page."""
@@ -227,7 +299,9 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
         print(f"warning: {message}", file=sys.stderr)
         warnings.append(message)
 
-    columns = load_columns(Path(results_dir), Path(out_dir), warn)
+    if isinstance(results_dirs, (str, Path)):
+        results_dirs = [results_dirs]
+    columns = load_columns([Path(d) for d in results_dirs], Path(out_dir), warn)
     table = long_table(columns)
     rows = case_rows(columns, spec_dir or SPEC_DIR)
     bench = load_benchmarks(bench_dir, warn) if bench_dir else None
@@ -239,7 +313,7 @@ def build(results_dir: Path = Path("reports/results"), out_dir: Path = Path("rep
         columns=columns, counts=summary_counts(table, columns), cells=_cells(table, columns), legend=CELL,
         warnings=warnings, summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
-        profiles=profile_table(columns), porting=porting_notes(columns),
+        profiles=profile_table(columns), porting=porting_notes(columns), changes=version_changes(columns),
         seeds=_grouped(rows[rows.topic == "seeds"]),
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,

@@ -9,10 +9,10 @@ from conformance.schema import SPEC_DIR, load_spec
 INSTANCES = load_spec(SPEC_DIR)
 
 
-def env(framework, version="1.0"):
-    return results.Environment(framework=framework, framework_version=version, device="cpu", mode="eager",
+def env(framework, version="1.0", device="cpu", started="2026-01-01T00:00:00+00:00"):
+    return results.Environment(framework=framework, framework_version=version, device=device, mode="eager",
                                python="3.11", numpy="2.0", platform="Linux", suite_sha="abc", spec_hash="f" * 16,
-                               started="2026-01-01T00:00:00+00:00")
+                               started=started)
 
 
 def record(inst, verdict="conform", **kw):

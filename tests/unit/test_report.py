@@ -1,11 +1,24 @@
 """Report building from synthetic results and asv files (no framework needed)."""
+import json
 import re
 
 import pandas as pd
 
-from conformance.bench import load_benchmarks
+from conformance import results
+from conformance.bench import env_label, load_benchmarks
 from conformance.report import build
-from conftest import INSTANCES, write_asv
+from conftest import INSTANCES, env, record, write_asv
+
+
+def runs_of(page):
+    return re.findall(r'<tr class="fw-row" data-framework="\w+" data-run="([^"]+)"', page)
+
+
+def write_run(folder, environment, cases):
+    """A results file named as `run` names it, by the run's axes."""
+    e = environment
+    name = results.run_name(e.framework, e.framework_version, e.device, e.mode, e.api)
+    results.write(results.Results(complete=True, environment=e, cases=cases), folder / f"{name}.json")
 
 def rows_of(html, table_id):
     table = html.split(f'id="{table_id}"', 1)[1].split("<h2", 1)[0]
@@ -17,7 +30,7 @@ def test_page_has_every_case_and_every_framework(report_dir):
     assert rows_of(page, "matrix") == [i.id for i in INSTANCES]
     assert rows_of(page, "seed-matrix") == [i.id for i in INSTANCES if i.topic == "seeds"]
     header = page.split('id="matrix"', 1)[1].split("</tr>", 1)[0]
-    assert re.findall(r'<th class="fw">(\w+)', header) == ["torch", "paddle", "mindspore", "tensorflow"]
+    assert re.findall(r'<th class="fw" data-run="[^"]*">(\w+)', header) == ["torch", "paddle", "mindspore", "tensorflow"]
     assert page.index('id="seeds"') < page.index('id="matrix"')
     assert "http" not in re.sub(r'href="https?://[^"]*"|title="https?://[^"]*"|https?://[^\s<"]*', "", page)
 
@@ -29,7 +42,7 @@ def test_strings_from_results_are_escaped(report_dir):
 
 def test_missing_and_malformed_results_get_their_column(report_dir):
     page = build(report_dir / "results", report_dir, bench_dir=None).read_text()
-    fw = {k: v.strip() for k, v in re.findall(r'data-framework="(\w+)">.*?<td class="status">([a-z ]+)', page, re.S)}
+    fw = {k: v.strip() for k, v in re.findall(r'data-framework="(\w+)" data-run="[^"]*">.*?<td class="status">([a-z ]+)', page, re.S)}
     assert fw["mindspore"] == "not run" and fw["paddle"] == "malformed" and fw["tensorflow"] == "incomplete"
     assert "run `tox -e mindspore`" in page
     assert 'href="./results/torch.json"' in page
@@ -80,3 +93,63 @@ def test_benchmarks_parsed_and_plotted(report_dir, tmp_path):
 def test_no_benchmarks_says_so(report_dir, tmp_path):
     page = build(report_dir / "results", report_dir, bench_dir=tmp_path / "none").read_text()
     assert 'id="bench-missing"' in page
+
+
+def test_a_second_folder_adds_columns_and_drops_none(report_dir, tmp_path, capsys):
+    first = runs_of(build(report_dir / "results", report_dir, bench_dir=None).read_text())
+    cuda_box = tmp_path / "from-a-cuda-box"
+    cuda_box.mkdir()
+    write_run(cuda_box, env("torch", "2.13.0", device="cuda"), [record(i) for i in INSTANCES])
+    write_run(cuda_box, env("paddle", "2.6.2"), [record(i) for i in INSTANCES])
+    merged = runs_of(build([report_dir / "results", cuda_box], report_dir, bench_dir=None).read_text())
+    assert set(first) <= set(merged) and len(merged) == len(first) + 2
+    assert {"torch-2.13.0-cuda-eager-loop", "paddle-2.6.2-cpu-eager-loop"} <= set(merged)
+    assert merged.index("torch-2.13.0-cpu-eager-loop") < merged.index("torch-2.13.0-cuda-eager-loop") \
+        < merged.index("paddle-2.6.2-cpu-eager-loop")  # grouped by framework
+    summary = pd.read_csv(report_dir / "summary.csv")
+    assert {"run", "framework", "framework_version", "device", "mode", "api"} <= set(summary.columns)
+    assert set(summary.run) == {r for r in merged if not r.startswith(("paddle-malformed", "mindspore-not"))}
+
+
+def test_the_same_run_twice_is_one_column_the_newer_file(report_dir, tmp_path, capsys):
+    again = tmp_path / "again"
+    again.mkdir()
+    later = env("torch", "2.13.0", started="2026-02-01T00:00:00+00:00")
+    write_run(again, later, [record(i, "error", reason="newer run") for i in INSTANCES])
+    page = build([report_dir / "results", again], report_dir, bench_dir=None).read_text()
+    assert runs_of(page).count("torch-2.13.0-cpu-eager-loop") == 1
+    err = capsys.readouterr().err
+    assert "hold the same run (torch-2.13.0-cpu-eager-loop): showing the newer" in err
+    assert "newer run" in page.split('id="matrix"', 1)[1]
+
+
+def test_changed_between_versions_lists_the_cases_that_changed(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    old = [record(i) for i in INSTANCES]
+    new = [record(i) for i in INSTANCES]
+    new[2] = record(INSTANCES[2], "unsupported", reason="cannot any more")
+    write_run(folder, env("tensorflow", "2.15.1"), old)
+    write_run(folder, env("tensorflow", "2.21.0"), new)
+    page = build(folder, tmp_path, bench_dir=None).read_text()
+    section = page.split('id="versions"', 1)[1].split("<h2", 1)[0]
+    assert "tensorflow 2.15.1\n  → 2.21.0" in section and "1 case changed" in section
+    assert re.findall(r'<tr data-case="([^"]+)"', section) == [INSTANCES[2].id]
+    assert "cannot any more" in section
+
+
+def test_benchmarks_of_two_framework_versions_stay_apart(tmp_path):
+    write_asv(tmp_path, [1.0] * 16)
+    first = tmp_path / "machine1" / "abc-existing.json"
+    data = json.loads(first.read_text())
+    for env_name, value in (("existing-py_w_.tox_paddle_bin_python", 0.3),
+                            ("existing-py_w_.tox_paddle26_bin_python", 0.6)):
+        name = next(iter(data["results"]))
+        data["results"][name][0] = [value] * 16
+        data["env_name"] = env_name
+        (tmp_path / "machine1" / f"abc-{env_name}.json").write_text(json.dumps(data))
+    first.unlink()
+    frame = load_benchmarks(tmp_path)
+    assert set(frame.run) == {"paddle", "paddle26"}
+    assert frame.groupby("run").value.max().to_dict() == {"paddle": 0.3, "paddle26": 0.6}
+    assert env_label("virtualenv-py3.11-paddlepaddle2.6.2") == "paddlepaddle2.6.2"

@@ -115,7 +115,7 @@ def test_results_of_another_or_unknown_framework_are_flagged(tmp_path):
     write_results(folder, "torch", claims="paddle")
     write_results(folder, "tensorflow", claims="jax")
     page, err = build_quietly(folder, tmp_path, bench_dir=None)
-    status = dict(re.findall(r'data-framework="(\w+)">.*?<td class="status">([a-z ]+)', page, re.S))
+    status = dict(re.findall(r'data-framework="(\w+)" data-run="[^"]*">.*?<td class="status">([a-z ]+)', page, re.S))
     assert status["torch"].strip() == status["tensorflow"].strip() == "wrong framework"
     warnings = page.split('id="warnings"', 1)[-1].split("</div>", 1)[0]
     assert "torch.json: environment.framework is &#39;paddle&#39;" in warnings
