@@ -81,11 +81,12 @@ def observe_safely(runner: Runner, case: Case) -> tuple[str, object]:
 
 
 def explain(instance: Instance, obs: Observation, profile: list[KnownVariant],
-            limit: float = DEFAULT_TIMEOUT) -> tuple[list[KnownVariant], str | None]:
+            limit: float = DEFAULT_TIMEOUT, ablate: bool = True) -> tuple[list[KnownVariant], str | None]:
     """Run the oracle under the profile's variants. When it reproduces every checked observation of
     `obs`: (the variants it needed, None), found by dropping, one at a time, each variant whose removal
     keeps the match, so every one named is needed. Otherwise: ([], the first check it does not explain).
-    All its oracle runs together get `limit` seconds, the case's own limit."""
+    All its oracle runs together get `limit` seconds, the case's own limit. Without `ablate`, only
+    whether the whole profile reproduces `obs` is asked (and all of it is returned)."""
     def miss(variants) -> str | None:
         model = observe_safely(ReferenceRunner(variants=[v.variant for v in variants]), instance.case)
         if model[0] != "ok":
@@ -99,6 +100,8 @@ def explain(instance: Instance, obs: Observation, profile: list[KnownVariant],
             if first is not None:
                 return [], first
             needed = list(profile)
+            if not ablate:
+                return needed, None
             for variant in list(needed):
                 trial = [v for v in needed if v is not variant]
                 if miss(trial) is None:
@@ -129,7 +132,7 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
     held = all(c.held for c in checks)
     checks_kept = [CheckRecord(**vars(c)) for c in checks]
     if held:  # the profile must not predict a divergence that did not happen
-        _, miss = explain(instance, observation, profile, limit) if profile else ([], None)
+        _, miss = explain(instance, observation, profile, limit, ablate=False) if profile else ([], None)
         return CaseRecord(**record, verdict="conform", unexplained=miss, checks=checks_kept)
     needed, miss = explain(instance, observation, profile, limit)
     explanation = Explanation(variants=[VariantRecord.of(v) for v in needed]) if needed else None
