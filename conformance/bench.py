@@ -140,8 +140,8 @@ def _points(path: Path, meta: dict, problems: list) -> list[dict]:
             continue
         for combo, value in zip(itertools.product(*params), values):
             point = {k: _value(v) for k, v in zip(names, combo)}
-            if value is None:  # asv's mark for a skipped or failed benchmark
-                continue
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                continue  # asv's marks for a failed (null) or skipped (NaN) combination
             why = (f"value {_short(value)} is not a finite number" if _finite(value) is None
                    else _unplottable(point, value) if short == RELATIVE else None)
             if why:
