@@ -304,17 +304,25 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
                  profile: list[KnownVariant], timeout: float | None,
                  on_result: Callable[[CaseRecord], None]) -> Worker:
     """Run every instance on `worker`, replacing it by `new_worker()` after a crash or hang.
-    `timeout` (from the command line) overrides each case's own; returns the worker in use."""
-    for instance in instances:
+    `timeout` (from the command line) overrides each case's own; returns the worker in use.
+    The parent's oracle work overlaps with the framework's: the reference while the worker runs the
+    same case, the judging (variant oracle runs included) while it runs the next one."""
+    instances = list(instances)
+    if instances:
+        worker.submit(instances[0].case)
+        start = time.perf_counter()
+    for n, instance in enumerate(instances):
         case = instance.case
         limit = timeout or case.timeout or DEFAULT_TIMEOUT
-        start = time.perf_counter()
-        worker.submit(case)
-        reference = reference_of(case, limit)  # overlaps with the framework's run
+        reference = reference_of(case, limit)
         outcome = worker.result(limit)
-        on_result(judge(instance, outcome, reference, profile, time.perf_counter() - start, limit))
+        duration = time.perf_counter() - start
         if not worker.alive():
             worker = _replacement(new_worker)
+        if n + 1 < len(instances):
+            worker.submit(instances[n + 1].case)
+            start = time.perf_counter()
+        on_result(judge(instance, outcome, reference, profile, duration, limit))
     return worker
 
 
