@@ -307,11 +307,12 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
     `timeout` (from the command line) overrides each case's own; returns the worker in use.
     The parent's oracle work overlaps with the framework's: the reference while the worker runs the
     same case, the judging (variant oracle runs included) while it runs the next one."""
-    instances = list(instances)
-    if instances:
-        worker.submit(instances[0].case)
+    pending = iter(instances)  # taken one at a time: a caller may still be producing them
+    instance = next(pending, None)
+    if instance is not None:
+        worker.submit(instance.case)
         start = time.perf_counter()
-    for n, instance in enumerate(instances):
+    while instance is not None:
         case = instance.case
         limit = timeout or case.timeout or DEFAULT_TIMEOUT
         reference = reference_of(case, limit)
@@ -319,10 +320,12 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
         duration = time.perf_counter() - start
         if not worker.alive():
             worker = _replacement(new_worker)
-        if n + 1 < len(instances):
-            worker.submit(instances[n + 1].case)
+        following = next(pending, None)
+        if following is not None:
+            worker.submit(following.case)
             start = time.perf_counter()
         on_result(judge(instance, outcome, reference, profile, duration, limit))
+        instance = following
     return worker
 
 
