@@ -2,7 +2,7 @@
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
 arguments, a malformed spec or results file, or a --out that another run is writing; 3 when
-the framework, device or mode is not available here; 4 when the framework worker cannot start;
+the framework, device, mode, api or backend is not available here; 4 when the framework worker cannot start;
 130 / 143 / 129 when stopped by SIGINT / SIGTERM / SIGHUP (the cases finished so far are written,
 marked incomplete); 5, whatever else happened, when the results could not be saved at the end
 (the file keeps the last version that was saved).
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import results
 from .execute import DEFAULT_TIMEOUT, Worker, WorkerFailed, explain, run_isolated
-from .runners import DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, adapter_path
+from .runners import APIS, DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, adapter_path
 from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec, profile
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
@@ -148,12 +148,12 @@ def cmd_repro(args) -> int:
         raise UsageError(f"{args.case!r} has {len(chosen)} instances; name one, e.g. {chosen[0].id!r}")
     instance = chosen[0]
     adapter = load_adapter(_adapter(args), args.framework)
-    runner = adapter(args.device, args.mode)
-    _say(f"{instance.id} on {args.framework} {adapter.version()} ({args.device}, {runner.mode})")
+    runner = adapter(args.device, args.mode, args.api, args.backend)
+    _say(f"{instance.id} on {args.framework} {adapter.version()} ({_axes(args.device, runner.mode, runner.backend, runner.api)})")
     _say(f"  {instance.case.title}  [{instance.source}]")
     observed = observe(runner, instance.case)
     _say(trace(instance, observed, observe(ReferenceRunner(), instance.case)))
-    variants = profile(load_known(args.framework, args.known), adapter.version())
+    variants = profile(load_known(args.framework, args.known), adapter.version(), runner.mode, runner.api)
     needed, miss = explain(instance, observed, variants)
     names = ", ".join(v.variant for v in variants) or "none"
     if miss:
@@ -163,7 +163,11 @@ def cmd_repro(args) -> int:
     return 0
 
 
-def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
+def _axes(device: str, mode: str, backend: str, api: str) -> str:
+    return f"{device}, {mode}{f' ({backend})' if backend else ''}, {api}"
+
+
+def _previous(out: Path, args, version: str, backend: str, spec_hash: str) -> results.Results:
     """The results file a --resume / --only-errors run continues; it must match this run."""
     flag = "--resume" if args.resume else "--only-errors"
     try:
@@ -176,7 +180,8 @@ def _previous(out: Path, args, version: str, spec_hash: str) -> results.Results:
         raise UsageError(f"{flag}: cannot read {out}: {exc}") from None
     env = doc.environment
     for what, theirs, ours in (("framework", env.framework, args.framework), ("device", env.device, args.device),
-                               ("mode", env.mode, args.mode), ("framework version", env.framework_version, version),
+                               ("mode", env.mode, args.mode), ("api", env.api, args.api),
+                               ("backend", env.backend, backend), ("framework version", env.framework_version, version),
                                ("spec hash", env.spec_hash, spec_hash)):
         if theirs != ours:
             raise UsageError(f"{flag}: {out} has {what} {theirs}, this run {ours}; run without {flag}")
@@ -194,18 +199,20 @@ def cmd_run(args) -> int:
             raise Interrupted(signum)
 
     previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
-    workers = [Worker(args.framework, path, args.device, args.mode)]  # the framework imports while the spec loads
-
     def new_worker():
-        workers.append(Worker(args.framework, path, args.device, args.mode))
+        workers.append(Worker(args.framework, path, args.device, args.mode, args.api, args.backend))
         return workers[-1]
+
+    workers = []
+    new_worker()  # the framework imports while the spec loads
 
     try:
         selected = _select(load_spec(args.spec), args.k, args.case)
         known = load_known(args.framework, args.known)
-        version, mode = workers[0].start()
-        # one file per run, named by its axes: another version, device or mode never overwrites it
-        out = chosen or _out_file(str(results.RESULTS_DIR / f"{results.run_name(args.framework, version, args.device, mode)}.json"))
+        version, backend = workers[0].start()
+        # one file per run, named by its axes: another version, device, mode or api never overwrites it
+        name = results.run_name(args.framework, version, args.device, args.mode, args.api, backend)
+        out = chosen or _out_file(str(results.RESULTS_DIR / f"{name}.json"))
         try:
             lock = results.lock(out)
         except results.Busy as exc:
@@ -213,8 +220,8 @@ def cmd_run(args) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
         try:
-            return _run(args, out, workers, new_worker, selected, profile(known, version), version, mode,
-                        disarm=armed.clear)
+            return _run(args, out, workers, new_worker, selected, profile(known, version, args.mode, args.api),
+                        version, backend, disarm=armed.clear)
         finally:
             results.unlock(out, lock)
     finally:
@@ -224,16 +231,16 @@ def cmd_run(args) -> int:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
-def _run(args, out: Path, workers, new_worker, selected, variants, version: str, mode: str, disarm) -> int:
+def _run(args, out: Path, workers, new_worker, selected, variants, version: str, backend: str, disarm) -> int:
     """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
     order = {inst.id: n for n, inst in enumerate(selected)}
     now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     doc = results.Results(environment=results.environment(
-        args.framework, version, args.device, mode, args.spec, now()),
+        args.framework, version, args.device, args.mode, args.spec, now(), args.api, backend),
         profile=[results.VariantRecord.of(v) for v in variants])
     todo = selected
     if args.resume or args.only_errors:
-        previous = _previous(out, args, version, doc.environment.spec_hash)
+        previous = _previous(out, args, version, backend, doc.environment.spec_hash)
         doc.cases = [c for c in previous.cases if c.id in order
                      and not (args.only_errors and c.verdict == "error")]
         done = {c.id for c in doc.cases}
@@ -242,7 +249,7 @@ def _run(args, out: Path, workers, new_worker, selected, variants, version: str,
         results.write(doc, out)  # fail now, not after the run, if the path is unwritable
     except OSError as exc:
         raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-    _say(f"{args.framework} {version} on {args.device} ({mode}): {len(todo)} instances to run"
+    _say(f"{args.framework} {version} ({_axes(args.device, args.mode, backend, args.api)}): {len(todo)} instances to run"
          + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
     start, width = time.perf_counter(), len(str(len(todo)))
     ran, saved_at, in_file = 0, time.monotonic(), len(doc.cases)
@@ -323,13 +330,17 @@ def main(argv=None) -> int:
     p_run.add_argument("--framework", required=True, choices=FRAMEWORKS)
     p_run.add_argument("--device", default="cpu", choices=DEVICES)
     p_run.add_argument("--mode", default="eager", choices=MODES, help="execution mode (default eager)")
+    p_run.add_argument("--api", default="loop", choices=APIS,
+                       help="loop: the hand-written training loop (default); trainer: the framework's own trainer")
+    p_run.add_argument("--backend", metavar="NAME",
+                       help="what compiles the graph with --mode graph (the adapter's default if absent)")
     p_run.add_argument("-k", metavar="SUBSTRING", help="only instance ids containing SUBSTRING")
     p_run.add_argument("--case", action="append", metavar="ID",
                        help="only this case (base or instance id); repeatable")
     p_run.add_argument("--timeout", type=_timeout, metavar="SECONDS",
                        help="per-case time limit, overriding the spec's (default %g s, at most %g s)"
                             % (DEFAULT_TIMEOUT, MAX_TIMEOUT))
-    p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK-VERSION-DEVICE-MODE-API.json)")
+    p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK-VERSION-DEVICE-MODE[+BACKEND]-API.json)")
     p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files (known/<framework>.yaml)")
     p_run.add_argument("--adapter", metavar="MODULE:CLASS",
                        help="run this adapter class instead of the framework's own (adapters in development)")
@@ -343,6 +354,8 @@ def main(argv=None) -> int:
     p_repro.add_argument("--framework", required=True, choices=FRAMEWORKS)
     p_repro.add_argument("--device", default="cpu", choices=DEVICES)
     p_repro.add_argument("--mode", default="eager", choices=MODES)
+    p_repro.add_argument("--api", default="loop", choices=APIS)
+    p_repro.add_argument("--backend", metavar="NAME")
     p_repro.add_argument("--adapter", metavar="MODULE:CLASS", help="adapter class to use instead")
     p_repro.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files")
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")

@@ -24,9 +24,9 @@ from .reference import ReferenceRunner
 from .results import CaseRecord, CheckRecord, Explanation, VariantRecord
 from .runners import FrameworkMissing, Unavailable, load_adapter
 from .runners.base import Runner, Unsupported
-from .scenario import BadObservation, Observation, checked, observe
+from .scenario import BadObservation, Observation, checked, observe, trainer_refusal
 from .schema import Case, Instance, KnownVariant
-from .verdict import evaluate, failure_summary, unexplained
+from .verdict import evaluate, failure_summary, probes, unexplained
 
 DEFAULT_TIMEOUT = 30.0  # seconds per case; a case's `timeout` or --timeout overrides it
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
@@ -129,6 +129,8 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
     except BadObservation as exc:
         return CaseRecord(**record, verdict="error", reason=f"bad observation: {exc}")
     checks = evaluate(instance, observation, reference)
+    if not observation.grads_observed:
+        record["unobserved"] = [f"{label} @ step {step}" for label, _, step, kind, _ in probes(instance) if kind == "grad"]
     held = all(c.held for c in checks)
     checks_kept = [CheckRecord(**vars(c)) for c in checks]
     if held:  # the profile must not predict a divergence that did not happen
@@ -141,6 +143,16 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
                       documented=explanation if documented else None,
                       explained_by=None if documented else explanation,
                       unexplained=miss, checks=checks_kept)
+
+
+def refusal(instance: Instance, api: str) -> str | None:
+    """Why the run's api cannot observe this instance at all, or None."""
+    if api != "trainer":
+        return None
+    kinds = {kind for *_, kind, _ in probes(instance)}
+    if kinds == {"grad"}:
+        return "checks only gradients: a framework's trainer does not expose them"
+    return trainer_refusal(instance.case)
 
 
 def reference_of(case: Case, limit: float) -> Observation | str:
@@ -158,21 +170,23 @@ def run_instance(runner: Runner, instance: Instance, profile: list[KnownVariant]
     """In-process run of one instance (for in-memory adapters and tests: no crash isolation)."""
     start = time.perf_counter()
     limit = instance.case.timeout or DEFAULT_TIMEOUT
+    if why := refusal(instance, runner.api):
+        return judge(instance, ("unsupported", why), None, profile, 0.0)
     reference = reference_of(instance.case, limit)
     outcome = observe_safely(runner, instance.case)
     return judge(instance, outcome, reference, profile, time.perf_counter() - start, limit)
 
 
 # ---------------------------------------------------------------- the worker process
-def _worker_main(conn, framework: str, path: str, device: str, mode: str) -> None:
+def _worker_main(conn, framework: str, path: str, device: str, mode: str, api: str, backend: str | None) -> None:
     os.setsid()  # a process group of its own: killing the group also ends whatever it forks
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import faulthandler
     faulthandler.enable()  # a native crash leaves a Python traceback on stderr
     try:
         adapter = load_adapter(path, framework)
-        runner = adapter(device, mode)
-        conn.send(("ready", adapter.version(), runner.mode))
+        runner = adapter(device, mode, api, backend)
+        conn.send(("ready", adapter.version(), runner.backend))
     except (FrameworkMissing, Unavailable) as exc:
         conn.send(("fatal", type(exc).__name__, str(exc)))
         return
@@ -206,10 +220,13 @@ class _Unpickler(pickle.Unpickler):
 class Worker:
     """One framework process that runs cases one at a time."""
 
-    def __init__(self, framework: str, path: str, device: str, mode: str):
+    def __init__(self, framework: str, path: str, device: str, mode: str = "eager", api: str = "loop",
+                 backend: str | None = None):
         ctx = multiprocessing.get_context("spawn")  # fork is unsafe with framework threads
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, framework, path, device, mode), daemon=True)
+        self.api = api
+        self.process = ctx.Process(target=_worker_main, args=(child, framework, path, device, mode, api, backend),
+                                   daemon=True)
         self.ended = False
         self.process.start()
         child.close()
@@ -253,7 +270,7 @@ class Worker:
         return "error", f"worker exited with status {code}"
 
     def start(self) -> tuple[str, str]:
-        """Wait until the framework is imported; (version, mode), or raise what stopped it."""
+        """Wait until the framework is imported; (version, graph backend or ""), or raise what stopped it."""
         message = self._receive(STARTUP_TIMEOUT)
         if type(message) is tuple and len(message) == 3 and all(type(m) is str for m in message):
             if message[0] == "ready":
@@ -307,7 +324,15 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
     `timeout` (from the command line) overrides each case's own; returns the worker in use.
     The parent's oracle work overlaps with the framework's: the reference while the worker runs the
     same case, the judging (variant oracle runs included) while it runs the next one."""
-    pending = iter(instances)  # taken one at a time: a caller may still be producing them
+    def runnable():  # taken one at a time: a caller may still be producing them
+        for instance in instances:
+            why = refusal(instance, worker.api)
+            if why is None:
+                yield instance
+            else:  # nothing for the framework to run
+                on_result(judge(instance, ("unsupported", why), None, profile, 0.0))
+
+    pending = runnable()
     instance = next(pending, None)
     if instance is not None:
         worker.submit(instance.case)

@@ -76,8 +76,8 @@ PLAIN_CONTAINERS = ("plain_list", "plain_dict", "plain_tuple")
 class ReferenceRunner(Runner):
     framework = "reference"
 
-    def __init__(self, device: str = "cpu", mode: str = "eager", variants=()):
-        super().__init__(device, mode)
+    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend=None, variants=()):
+        super().__init__(device, mode, api, backend)
         unknown = set(variants) - set(VARIANTS)
         if unknown:
             raise ValueError(f"unknown variants: {', '.join(sorted(unknown))}")

@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from . import results
 from .bench import load_benchmarks, plot_benchmarks, relative_table
-from .runners import FRAMEWORKS
+from .runners import APIS, FRAMEWORKS, MODES
 from .schema import SpecError, load_spec
 from .variants import VARIANTS
 
@@ -76,26 +76,39 @@ class Column:
     def __post_init__(self):
         if not self.key:
             env = self.doc.environment if self.doc else None
-            self.key = results.run_name(env.framework, env.framework_version, env.device, env.mode, env.api) \
+            self.key = results.run_name(env.framework, env.framework_version, env.device, env.mode, env.api,
+                                        env.backend) \
                 if env else f"{self.framework}-{self.status.replace(' ', '_')}-{self.file or ''}"
 
     @property
     def axes(self) -> str:
-        """What tells this run apart beside its framework and version (empty for cpu, eager, loop)."""
+        """What tells this run apart beside its framework and version (empty for cpu, eager, loop),
+        e.g. "graph (aot_eager)" or "trainer"."""
         env = self.doc.environment if self.doc else None
-        return "" if env is None else " ".join(x for x, plain in ((env.device, "cpu"), (env.mode, "eager"),
-                                                                  (env.api, "loop")) if x != plain)
+        if env is None:
+            return ""
+        mode = f"{env.mode} ({env.backend})" if env.backend else env.mode
+        return " ".join(x for x, plain in ((env.device, "cpu"), (mode, "eager"), (env.api, "loop")) if x != plain)
+
+    @property
+    def execution(self) -> str:
+        """Mode (with backend) and api alone: what differs between runs of one version on one device."""
+        env = self.doc.environment
+        return " ".join(x for x in (f"{env.mode} ({env.backend})" if env.backend else env.mode, env.api))
 
 
 def _order(col: Column):
     """Columns grouped by framework, versions side by side (oldest first), then device, mode, api."""
+    rank_of = lambda value, order: order.index(value) if value in order else len(order)
     env = col.doc.environment if col.doc else None
     try:
         version = Version(env.framework_version) if env else Version("0")
     except InvalidVersion:
         version = Version("0")
     rank = COLUMNS.index(col.framework) if col.framework in COLUMNS else len(COLUMNS)
-    return (rank, col.framework, version, col.key)
+    if env is None:
+        return (rank, col.framework, version, "", 0, 0, col.key)
+    return (rank, col.framework, version, env.device, rank_of(env.mode, MODES), rank_of(env.api, APIS), col.key)
 
 
 def load_columns(results_dirs, report_dir: Path, warn) -> list[Column]:
@@ -145,11 +158,11 @@ def long_table(columns: list[Column]) -> pd.DataFrame:
         for case in col.doc.cases if col.doc else []:
             env = col.doc.environment
             rows.append(dict(run=col.key, framework=col.framework, framework_version=env.framework_version,
-                             device=env.device, mode=env.mode, api=env.api, id=case.id, base_id=case.base_id, topic=case.topic, title=case.title,
+                             device=env.device, mode=env.mode, backend=env.backend, api=env.api, id=case.id, base_id=case.base_id, topic=case.topic, title=case.title,
                              verdict=case.verdict, cell=cell_class(case), documented=bool(case.documented),
                              variants=" ".join(v.name for v in variants_of(case)),
                              reason=case.reason or "", unexplained=case.unexplained or ""))
-    return pd.DataFrame(rows, columns=["run", "framework", "framework_version", "device", "mode", "api",
+    return pd.DataFrame(rows, columns=["run", "framework", "framework_version", "device", "mode", "backend", "api",
                                        "id", "base_id", "topic", "title",
                                        "verdict", "cell", "documented", "variants", "reason", "unexplained"])
 
@@ -198,7 +211,9 @@ def _cells(table: pd.DataFrame, columns: list[Column]) -> dict:
                                for c in case.checks if not c.held)
             by_key[case.id, col.key] = dict(cls=cls, symbol=CELL[cls][0], label=CELL[cls][1],
                                                   reason=case.reason or "", case=case,
-                                                  tooltip=" | ".join(x for x in (CELL[cls][1], case.reason, checks) if x))
+                                                  tooltip=" | ".join(x for x in (
+                                                      CELL[cls][1], case.reason, checks,
+                                                      case.unobserved and "not observed: " + "; ".join(case.unobserved)) if x))
     return by_key
 
 
@@ -227,25 +242,49 @@ def latest_runs(columns: list[Column]) -> list[Column]:
     return sorted(chosen.values(), key=_order)
 
 
+def _changed(before: Column, after: Column, outcome) -> list[dict]:
+    """Every case both runs hold whose outcome(record) differs, with both records."""
+    old = {c.id: c for c in before.doc.cases}
+    return [dict(id=case.id, before=old[case.id], after=case) for case in after.doc.cases
+            if case.id in old and outcome(old[case.id]) != outcome(case)]
+
+
 def version_changes(columns: list[Column]) -> list[dict]:
     """Per framework, for two runs that differ only in version (next to each other in version order):
     every case whose outcome differs, with both observations."""
     changes = []
+    runs = [c for c in columns if c.doc]  # sorted by framework, then version
+    for _, group in itertools.groupby(sorted(runs, key=lambda c: (c.framework, c.axes)),
+                                      key=lambda c: (c.framework, c.axes)):
+        group = sorted(group, key=_order)
+        for older, newer in zip(group, group[1:]):
+            cases = _changed(older, newer, lambda c: (cell_class(c), [v.name for v in variants_of(c)], c.reason))
+            changes.append(dict(framework=older.framework, older=older, newer=newer, cases=cases))
+    return sorted(changes, key=lambda ch: _order(ch["older"]))
+
+
+def execution_differences(columns: list[Column]) -> list[dict]:
+    """Per framework version and device, each graph or trainer run beside the eager loop: every case
+    whose verdict or explaining variants differ (the reason's numbers may differ without that), and
+    the cases only one of them could run."""
     runs = [c for c in columns if c.doc]
-    for older, newer in zip(runs, runs[1:]):
-        if older.framework != newer.framework or older.axes != newer.axes:
+    out = []
+    for col in runs:
+        env = col.doc.environment
+        if (env.mode, env.api) == ("eager", "loop"):
             continue
-        before = {c.id: c for c in older.doc.cases}
-        cases = []
-        for case in newer.doc.cases:
-            old = before.get(case.id)
-            if old is None:
-                continue
-            outcome = lambda c: (cell_class(c), [v.name for v in variants_of(c)], c.reason)
-            if outcome(old) != outcome(case):
-                cases.append(dict(id=case.id, before=old, after=case))
-        changes.append(dict(framework=older.framework, older=older, newer=newer, cases=cases))
-    return changes
+        base = next((b for b in runs if b.framework == col.framework and (b.doc.environment.mode, b.doc.environment.api)
+                     == ("eager", "loop") and (b.doc.environment.framework_version, b.doc.environment.device)
+                     == (env.framework_version, env.device)), None)
+        if base is None:
+            continue
+        ran = lambda c: c.verdict != "unsupported"
+        changed = _changed(base, col, lambda c: (cell_class(c), [v.name for v in variants_of(c)]))
+        out.append(dict(framework=col.framework, base=base, run=col,
+                        cases=[ch for ch in changed if ran(ch["before"]) and ran(ch["after"])],
+                        not_run=[ch for ch in changed if ran(ch["before"]) and not ran(ch["after"])],
+                        only_here=[ch for ch in changed if not ran(ch["before"]) and ran(ch["after"])]))
+    return sorted(out, key=lambda d: _order(d["run"]))
 
 
 def porting_notes(columns: list[Column]) -> list[dict]:
@@ -314,6 +353,7 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
         warnings=warnings, summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
         profiles=profile_table(columns), porting=porting_notes(columns), changes=version_changes(columns),
+        executions=execution_differences(columns),
         seeds=_grouped(rows[rows.topic == "seeds"]),
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,

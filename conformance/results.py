@@ -24,13 +24,15 @@ class VariantRecord(BaseModel):
     """A semantic variant of the framework's profile (known/<framework>.yaml) as this run used it."""
     name: str
     versions: str = ""
+    modes: list[str] = []   # empty: every mode
+    apis: list[str] = []    # empty: every api
     reason: str
     link: str | None        # None: no upstream page states it
     snippet: str            # the standalone script that confirms it
 
     @classmethod
     def of(cls, known: KnownVariant) -> "VariantRecord":
-        return cls(name=known.variant, versions=known.versions, reason=known.reason,
+        return cls(name=known.variant, versions=known.versions, modes=known.modes, apis=known.apis, reason=known.reason,
                    link=None if known.link is None else str(known.link), snippet=known.snippet)
 
 
@@ -64,6 +66,7 @@ class CaseRecord(BaseModel):
     # (on a conform case: the profile predicted a divergence that did not happen)
     unexplained: str | None = None
     checks: list[CheckRecord] = []
+    unobserved: list[str] = []  # checks this run cannot observe (a trainer's gradients)
     duration_s: float
 
 
@@ -73,6 +76,7 @@ class Environment(BaseModel):
     device: str
     mode: str
     api: str = "loop"  # the hand-written training loop; a framework's own trainer is another api
+    backend: str = ""  # what compiled the graph in graph mode (torch.compile's backend, ...)
     python: str
     numpy: str
     platform: str
@@ -113,14 +117,17 @@ def suite_sha() -> str:
 RESULTS_DIR = Path("reports/results")
 
 
-def run_name(framework: str, version: str, device: str, mode: str, api: str = "loop") -> str:
-    """A run's axes as one file-name-safe word, e.g. paddle-3.3.1-cpu-eager-loop."""
-    safe = lambda text: re.sub(r"[^A-Za-z0-9.+_]", "_", text) or "_"  # a version string is the adapter's word
-    return "-".join(safe(part) for part in (framework, version, device, mode, api))
+def run_name(framework: str, version: str, device: str, mode: str, api: str = "loop", backend: str = "") -> str:
+    """A run's axes as one file-name-safe word, e.g. paddle-3.3.1-cpu-eager-loop or
+    torch-2.13.0-cpu-graph+inductor-loop."""
+    safe = lambda text: re.sub(r"[^A-Za-z0-9.+_]", "_", text) or "_"  # versions and backends are the adapter's words
+    mode = f"{safe(mode)}+{safe(backend)}" if backend else safe(mode)
+    return "-".join((safe(framework), safe(version), safe(device), mode, safe(api)))
 
 
-def environment(framework: str, version: str, device: str, mode: str, spec_dir, started: str) -> Environment:
-    return Environment(framework=framework, framework_version=version, device=device, mode=mode,
+def environment(framework: str, version: str, device: str, mode: str, spec_dir, started: str,
+                api: str = "loop", backend: str = "") -> Environment:
+    return Environment(framework=framework, framework_version=version, device=device, mode=mode, api=api, backend=backend,
                        python=platform.python_version(), numpy=np.__version__,
                        platform=f"{platform.system()}-{platform.machine()} ({sys.platform})",
                        suite_sha=suite_sha(), spec_hash=spec_hash(spec_dir), started=started)

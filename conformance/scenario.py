@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runners.base import Runner
+from .runners.base import Runner, Unsupported
 from .schema import Case, Model, Step, param_names
 
 
@@ -27,6 +27,7 @@ class Observation:
     optimizer_params: list[str]
     initial: dict[str, np.ndarray]
     steps: list[StepObservation] = field(default_factory=list)
+    grads_observed: bool = True  # a framework's trainer keeps its gradients to itself
 
     def before(self, step: int) -> dict[str, np.ndarray]:
         return self.initial if step == 0 else self.steps[step - 1].values
@@ -72,19 +73,40 @@ def batch(case: Case, index: int, path: list[str]) -> tuple[np.ndarray, np.ndarr
     return x.astype(np.float32), t.astype(np.float32)
 
 
+def trainer_refusal(case: Case) -> str | None:
+    """Why a framework's own trainer cannot run this schedule, or None. A trainer step clears,
+    back-propagates and updates together; a step without any of the three is a plain forward."""
+    if case.clear != "default":
+        return f"clears gradients to {case.clear} explicitly: a trainer clears them its own way"
+    for n, step in enumerate(schedule(case)):
+        if (step.clear, step.backward, step.update) not in ((True, True, True), (True, False, False)):
+            parts = [what for what, on in (("clears", step.clear), ("back-propagates", step.backward),
+                                           ("updates", step.update)) if on] or ["runs forward only"]
+            return (f"step {n} {' and '.join(parts)} alone: a trainer step clears, back-propagates "
+                    f"and updates together")
+    return None
+
+
 def observe(runner: Runner, case: Case) -> Observation:
     runner.build(case.model, initial_values(case))
     runner.make_optimizer(case.optimizer)
+    trainer = runner.api == "trainer"
+    if trainer and (why := trainer_refusal(case)):
+        raise Unsupported(why)
     obs = Observation(trainable=runner.trainable(), optimizer_params=runner.optimizer_params(),
-                      initial=runner.values())
+                      initial=runner.values(), grads_observed=not trainer)
     for index, step in enumerate(schedule(case)):
-        if step.clear:
-            runner.clear_grads(case.clear)
         x, t = batch(case, index if step.batch is None else step.batch, step.path)
-        loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward)
-        grads = runner.grads()
-        if step.update:
-            runner.update()
+        if trainer and step.update:  # the trainer keeps its gradients to itself
+            loss = runner.train_step(step.path, x, t, train=step.train)
+            grads = dict.fromkeys(obs.initial)
+        else:
+            if step.clear and not trainer:
+                runner.clear_grads(case.clear)
+            loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward)
+            grads = runner.grads() if not trainer else dict.fromkeys(obs.initial)
+            if step.update:
+                runner.update()
         obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values()))
     return obs
 
@@ -139,7 +161,8 @@ def checked(obs, case: Case, like: Observation) -> Observation:
             raise BadObservation(f"optimizer_params[{n}] is {type(p).__name__}, not a str")
     clean = Observation(trainable=_dict_of(getattr(obs, "trainable", None), names, "trainable", flag),
                         optimizer_params=list(params),
-                        initial=_dict_of(getattr(obs, "initial", None), names, "initial values", array))
+                        initial=_dict_of(getattr(obs, "initial", None), names, "initial values", array),
+                        grads_observed=flag(getattr(obs, "grads_observed", None), "grads_observed", None))
     steps, expected = getattr(obs, "steps", None), len(schedule(case))
     if type(steps) is not list:
         raise BadObservation(f"steps is {type(steps).__name__}, not a list")

@@ -444,6 +444,9 @@ class KnownVariant(_Strict):
     (conformance/variants.py), the framework versions it holds for, why, and where it is written down."""
     variant: str
     versions: str = ""        # PEP 440 specifier over the framework version; empty: all
+    # the runs it holds for (conformance/runners/base.py MODES, APIS); empty: all of them
+    modes: list[Literal["eager", "graph"]] = []
+    apis: list[Literal["loop", "trainer"]] = []
     reason: str
     # the upstream page that states it; null for a behaviour the suite found and no page states
     # (its divergences are then "explained, undocumented")
@@ -475,9 +478,11 @@ class KnownVariant(_Strict):
             raise ValueError(f"snippet {snippet!r}: expected a docs/confirm/<framework>/<name>.py path")
         return snippet
 
-    def holds_for(self, version: str) -> bool:
+    def holds_for(self, version: str, mode: str = "eager", api: str = "loop") -> bool:
         from packaging.specifiers import SpecifierSet
         from packaging.version import InvalidVersion, Version
+        if self.modes and mode not in self.modes or self.apis and api not in self.apis:
+            return False
         try:
             return not self.versions or Version(version) in SpecifierSet(self.versions, prereleases=True)
         except InvalidVersion:
@@ -505,6 +510,6 @@ def load_known(framework: str, known_dir: Path = KNOWN_DIR) -> list[KnownVariant
     return _validate(KnownFile, raw if raw is not None else {}, path).variants
 
 
-def profile(known: list[KnownVariant], version: str) -> list[KnownVariant]:
-    """The variants in force for one framework version."""
-    return [v for v in known if v.holds_for(version)]
+def profile(known: list[KnownVariant], version: str, mode: str = "eager", api: str = "loop") -> list[KnownVariant]:
+    """The variants in force for one run: a framework version in a mode, through an api."""
+    return [v for v in known if v.holds_for(version, mode, api)]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import DEVICES, MODES, Runner, Unavailable, Unsupported
+from .base import APIS, DEVICES, MODES, Runner, Unavailable, Unsupported
 
 # "reference" runs the NumPy oracle through the harness: a self-check of the spec, no framework needed.
 ADAPTERS = {"torch": "conformance.runners.torch:TorchRunner",
@@ -42,5 +42,5 @@ def load_adapter(path: str, framework: str) -> type[Runner]:
         raise FrameworkMissing(f"{module_name} has no adapter class {class_name!r}") from None
 
 
-__all__ = ["ADAPTERS", "DEVICES", "FRAMEWORKS", "MODES", "FrameworkMissing", "Runner", "Unavailable",
+__all__ = ["ADAPTERS", "APIS", "DEVICES", "FRAMEWORKS", "MODES", "FrameworkMissing", "Runner", "Unavailable",
            "Unsupported", "adapter_path", "load_adapter"]

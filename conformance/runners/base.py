@@ -17,6 +17,8 @@ from ..schema import ClearMode, Model, Optimizer, param_names
 
 DEVICES = ("cpu", "cuda", "ascend")
 MODES = ("eager", "graph")
+# loop: the hand-written training loop; trainer: the framework's own (Keras fit, paddle.Model, ...)
+APIS = ("loop", "trainer")
 
 
 class Unsupported(Exception):
@@ -31,13 +33,24 @@ class Runner(ABC):
     framework: str = ""
     devices: tuple[str, ...] = ("cpu",)  # what the adapter can target
     modes: tuple[str, ...] = ("eager",)  # execution modes it can run in
+    apis: tuple[str, ...] = ("loop",)    # ways of training it can drive
+    no_trainer = ""                      # why "trainer" is not among apis, when the framework has none
+    backends: tuple[str, ...] = ()       # what may compile the graph (--backend); the first is the default
 
-    def __init__(self, device: str = "cpu", mode: str = "eager"):
+    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         if device not in self.devices:
             raise Unavailable(f"the {self.framework} adapter offers --device {'/'.join(self.devices)}, not {device}")
         if mode not in self.modes:
             raise Unavailable(f"the {self.framework} adapter offers --mode {'/'.join(self.modes)}, not {mode}")
-        self.device, self.mode = device, mode
+        if api not in self.apis:
+            raise Unavailable(self.no_trainer if api == "trainer" and self.no_trainer else
+                              f"the {self.framework} adapter offers --api {'/'.join(self.apis)}, not {api}")
+        if backend is not None and (mode != "graph" or backend not in self.backends):
+            offered = f"--backend {'/'.join(self.backends)} with --mode graph" if self.backends else "no --backend"
+            raise Unavailable(f"the {self.framework} adapter offers {offered}, not {backend} with --mode {mode}")
+        self.device, self.mode, self.api = device, mode, api
+        # what compiles the graph, shown with the run (the adapter may name it more exactly)
+        self.backend = (backend or (self.backends[0] if self.backends else "")) if mode == "graph" else ""
 
     @staticmethod
     @abstractmethod
@@ -65,6 +78,11 @@ class Runner(ABC):
     @abstractmethod
     def update(self) -> None:
         """One optimizer step (with global-norm clipping when the optimizer asks for it)."""
+
+    def train_step(self, path: list[str], x: np.ndarray, target: np.ndarray, train: bool) -> float:
+        """api "trainer": one step of the framework's own trainer on this batch (it clears, runs
+        forward and backward and updates, as the trainer does); the loss it reports for the batch."""
+        raise Unsupported(f"the {self.framework} adapter has no trainer step")
 
     @abstractmethod
     def grads(self) -> dict[str, np.ndarray | None]:

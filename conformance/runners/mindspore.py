@@ -49,8 +49,8 @@ class MindSporeRunner(Runner):
     framework = "mindspore"
     devices = ("cpu", "cuda", "ascend")
 
-    def __init__(self, device: str = "cpu", mode: str = "eager"):
-        super().__init__(device, mode)
+    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
+        super().__init__(device, mode, api, backend)
         target = TARGETS[device]
         if not ms.hal.is_available(target):
             raise Unavailable(f"--device {device}: mindspore {ms.__version__} has no {target} backend here "

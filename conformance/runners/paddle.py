@@ -30,8 +30,8 @@ class PaddleRunner(Runner):
     framework = "paddle"
     devices = ("cpu", "cuda", "ascend")
 
-    def __init__(self, device: str = "cpu", mode: str = "eager"):
-        super().__init__(device, mode)
+    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
+        super().__init__(device, mode, api, backend)
         if device == "cuda":
             if not paddle.device.is_compiled_with_cuda():
                 raise Unavailable(f"--device cuda: paddle {paddle.__version__} is a CPU build "

@@ -103,8 +103,8 @@ class TensorFlowRunner(Runner):
     devices = ("cpu", "cuda", "ascend")
     modes = ("eager", "graph")
 
-    def __init__(self, device: str = "cpu", mode: str = "eager"):
-        super().__init__(device, mode)
+    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
+        super().__init__(device, mode, api, backend)
         if device == "cuda":
             if not tf.config.list_physical_devices("GPU"):
                 raise Unavailable(f"--device cuda: tensorflow {tf.__version__} sees no GPU "

@@ -16,9 +16,11 @@ from ..schema import Model, Optimizer, param_names
 class TorchRunner(Runner):
     framework = "torch"
     devices = ("cpu", "cuda")
+    no_trainer = ("torch has no trainer of its own (its users write the training loop; Lightning and "
+                  "others are separate projects): run it with --api loop")
 
-    def __init__(self, device: str = "cpu", mode: str = "eager"):
-        super().__init__(device, mode)
+    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
+        super().__init__(device, mode, api, backend)
         if device == "cuda" and not torch.cuda.is_available():
             raise Unavailable(f"--device cuda: torch {torch.__version__} sees no CUDA device "
                               f"(torch.cuda.is_available() is False)")

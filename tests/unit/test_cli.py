@@ -53,6 +53,9 @@ def test_run_writes_complete_results(capsys, tmp_path):
     (["run", "--framework", "paddle", "--adapter", "conformance_nope:X"], 3, "is not installed"),
     (["run", "--framework", "reference", "--out", "/proc/forbidden/x.json"], 2, "cannot write results to"),
     (["--spec", "/nonexistent", "list"], 2, "no spec files"),
+    (["run", "--framework", "reference", "--api", "trainer"], 3, "offers --api loop, not trainer"),
+    (["run", "--framework", "reference", "--backend", "inductor"], 3, "offers no --backend"),
+    (["run", "--framework", "reference", "--api", "fit"], 2, "invalid choice: 'fit'"),
 ])
 def test_bad_input_is_one_line(capsys, argv, code, needle):
     got, out, err = run(capsys, *argv)

@@ -17,7 +17,7 @@ def runs_of(page):
 def write_run(folder, environment, cases):
     """A results file named as `run` names it, by the run's axes."""
     e = environment
-    name = results.run_name(e.framework, e.framework_version, e.device, e.mode, e.api)
+    name = results.run_name(e.framework, e.framework_version, e.device, e.mode, e.api, e.backend)
     results.write(results.Results(complete=True, environment=e, cases=cases), folder / f"{name}.json")
 
 def rows_of(html, table_id):
@@ -153,3 +153,32 @@ def test_benchmarks_of_two_framework_versions_stay_apart(tmp_path):
     assert set(frame.run) == {"paddle", "paddle26"}
     assert frame.groupby("run").value.max().to_dict() == {"paddle": 0.3, "paddle26": 0.6}
     assert env_label("virtualenv-py3.11-paddlepaddle2.6.2") == "paddlepaddle2.6.2"
+
+
+def test_graph_and_trainer_runs_are_columns_and_their_differences_are_listed(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    eager = [record(i) for i in INSTANCES]
+    graph = [record(i) for i in INSTANCES]
+    graph[3] = record(INSTANCES[3], "divergence", reason="only when compiled")
+    graph[4] = record(INSTANCES[4], "conform", reason="numbers differ, outcome does not")
+    trainer = [record(i) for i in INSTANCES]
+    trainer[5] = record(INSTANCES[5], "unsupported", reason="checks only gradients")
+    trainer[6] = record(INSTANCES[6], unobserved=["grad a.weight @ step 0"])
+    write_run(folder, env("torch", "2.13.0"), eager)
+    write_run(folder, env("torch", "2.13.0").model_copy(update=dict(mode="graph", backend="aot_eager")), graph)
+    write_run(folder, env("torch", "2.13.0").model_copy(update=dict(api="trainer")), trainer)
+    page = build(folder, tmp_path, bench_dir=None).read_text()
+    assert {"torch-2.13.0-cpu-eager-loop", "torch-2.13.0-cpu-graph+aot_eager-loop",
+            "torch-2.13.0-cpu-eager-trainer"} <= set(re.findall(r'data-run="([^"]+)"', page))
+    section = page.split('id="executions"', 1)[1].split("<h2", 1)[0]
+    parts = section.split('class="execution-pair"')[1:]
+    graph_part, trainer_part = (next(p for p in parts if f'data-run="torch-2.13.0-cpu-{run}"' in p)
+                                for run in ("graph+aot_eager-loop", "eager-trainer"))
+    assert "eager loop → graph (aot_eager) loop: 1 case differs" in graph_part
+    assert re.findall(r'<tr data-case="([^"]+)"', graph_part) == [INSTANCES[3].id]
+    assert "eager loop → eager trainer: 0 cases differ" in trainer_part
+    assert "1 case not run by eager trainer" in trainer_part and "checks only gradients" in trainer_part
+    assert "not observed: grad a.weight @ step 0" in page
+    csv = pd.read_csv(tmp_path / "summary.csv")
+    assert set(csv.backend.fillna("")) == {"", "aot_eager"} and set(csv.api) == {"loop", "trainer"}

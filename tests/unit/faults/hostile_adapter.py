@@ -151,8 +151,8 @@ def mangle(obs, mutation):
 class FuzzRunner(ReferenceRunner):
     framework = "fuzz"
 
-    def __init__(self, device="cpu", mode="eager"):
-        super().__init__(device, mode)
+    def __init__(self, device="cpu", mode="eager", api="loop", backend=None):
+        super().__init__(device, mode, api, backend)
         # A hostile adapter may rewrite the worker itself: here, what it sends for each case.
         observe_safely = conformance.execute.observe_safely
 
