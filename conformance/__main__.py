@@ -153,7 +153,8 @@ def cmd_repro(args) -> int:
     _say(f"  {instance.case.title}  [{instance.source}]")
     observed = observe(runner, instance.case)
     _say(trace(instance, observed, observe(ReferenceRunner(), instance.case)))
-    variants = profile(load_known(args.framework, args.known), adapter.version(), runner.mode, runner.api)
+    variants = profile(load_known(args.framework, args.known), adapter.version(), runner.mode, runner.api,
+                       runner.backend)
     needed, miss = explain(instance, observed, variants)
     names = ", ".join(v.variant for v in variants) or "none"
     if miss:
@@ -220,7 +221,7 @@ def cmd_run(args) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
         try:
-            return _run(args, out, workers, new_worker, selected, profile(known, version, args.mode, args.api),
+            return _run(args, out, workers, new_worker, selected, profile(known, version, args.mode, args.api, backend),
                         version, backend, disarm=armed.clear)
         finally:
             results.unlock(out, lock)

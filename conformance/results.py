@@ -26,13 +26,14 @@ class VariantRecord(BaseModel):
     versions: str = ""
     modes: list[str] = []   # empty: every mode
     apis: list[str] = []    # empty: every api
+    backends: list[str] = []  # empty: every backend
     reason: str
     link: str | None        # None: no upstream page states it
     snippet: str            # the standalone script that confirms it
 
     @classmethod
     def of(cls, known: KnownVariant) -> "VariantRecord":
-        return cls(name=known.variant, versions=known.versions, modes=known.modes, apis=known.apis, reason=known.reason,
+        return cls(name=known.variant, versions=known.versions, modes=known.modes, apis=known.apis, backends=known.backends, reason=known.reason,
                    link=None if known.link is None else str(known.link), snippet=known.snippet)
 
 

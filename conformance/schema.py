@@ -447,6 +447,7 @@ class KnownVariant(_Strict):
     # the runs it holds for (conformance/runners/base.py MODES, APIS); empty: all of them
     modes: list[Literal["eager", "graph"]] = []
     apis: list[Literal["loop", "trainer"]] = []
+    backends: list[str] = []  # graph backends (an adapter's `backends`); empty: all, and eager
     reason: str
     # the upstream page that states it; null for a behaviour the suite found and no page states
     # (its divergences are then "explained, undocumented")
@@ -478,10 +479,12 @@ class KnownVariant(_Strict):
             raise ValueError(f"snippet {snippet!r}: expected a docs/confirm/<framework>/<name>.py path")
         return snippet
 
-    def holds_for(self, version: str, mode: str = "eager", api: str = "loop") -> bool:
+    def holds_for(self, version: str, mode: str = "eager", api: str = "loop", backend: str = "") -> bool:
         from packaging.specifiers import SpecifierSet
         from packaging.version import InvalidVersion, Version
         if self.modes and mode not in self.modes or self.apis and api not in self.apis:
+            return False
+        if self.backends and backend not in self.backends:
             return False
         try:
             return not self.versions or Version(version) in SpecifierSet(self.versions, prereleases=True)
@@ -510,6 +513,8 @@ def load_known(framework: str, known_dir: Path = KNOWN_DIR) -> list[KnownVariant
     return _validate(KnownFile, raw if raw is not None else {}, path).variants
 
 
-def profile(known: list[KnownVariant], version: str, mode: str = "eager", api: str = "loop") -> list[KnownVariant]:
-    """The variants in force for one run: a framework version in a mode, through an api."""
-    return [v for v in known if v.holds_for(version, mode, api)]
+def profile(known: list[KnownVariant], version: str, mode: str = "eager", api: str = "loop",
+            backend: str = "") -> list[KnownVariant]:
+    """The variants in force for one run: a framework version in a mode (compiled by a backend),
+    through an api."""
+    return [v for v in known if v.holds_for(version, mode, api, backend)]

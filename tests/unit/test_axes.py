@@ -109,3 +109,6 @@ def test_variant_scope_limits_it_to_its_modes_and_apis():
     assert names("eager", "trainer") == ["adam-epsilon-hat", "frozen-still-trained"]
     with pytest.raises(ValueError):
         known("adam-epsilon-hat", modes=["jit"])
+    static = known("bn-stats-in-parameters", backends=["to_static"])
+    assert schema.profile([static], "1.0", "graph", "loop", "to_static") == [static]
+    assert schema.profile([static], "1.0", "graph", "loop", "static") == []
