@@ -447,7 +447,8 @@ class KnownVariant(_Strict):
     # the runs it holds for (conformance/runners/base.py MODES, APIS); empty: all of them
     modes: list[Literal["eager", "graph"]] = []
     apis: list[Literal["loop", "trainer"]] = []
-    backends: list[str] = []  # graph backends (an adapter's `backends`); empty: all, and eager
+    # in graph mode, the backends it holds for (an adapter's `backends`); empty: all. No bound on eager
+    backends: list[str] = []
     reason: str
     # the upstream page that states it; null for a behaviour the suite found and no page states
     # (its divergences are then "explained, undocumented")
@@ -484,7 +485,7 @@ class KnownVariant(_Strict):
         from packaging.version import InvalidVersion, Version
         if self.modes and mode not in self.modes or self.apis and api not in self.apis:
             return False
-        if self.backends and backend not in self.backends:
+        if self.backends and mode == "graph" and backend not in self.backends:
             return False
         try:
             return not self.versions or Version(version) in SpecifierSet(self.versions, prereleases=True)

@@ -112,3 +112,4 @@ def test_variant_scope_limits_it_to_its_modes_and_apis():
     static = known("bn-stats-in-parameters", backends=["to_static"])
     assert schema.profile([static], "1.0", "graph", "loop", "to_static") == [static]
     assert schema.profile([static], "1.0", "graph", "loop", "static") == []
+    assert schema.profile([static], "1.0", "eager", "loop", "") == [static]
