@@ -1,8 +1,9 @@
 """MindSpore GRAPH_MODE: the graph value_and_grad compiles at its first call keeps the train/eval mode the
 model had then. After net.set_train(False) the same grad_fn still runs BatchNorm in train mode (batch
 statistics, moving statistics updated); a Cell call recompiles per phase and a fresh grad_fn sees the
-new mode. PyNative honours set_train at every call. Confirms: seed-4-bn-stats-not-regularized[*,default]
-under --mode graph (variant compiled-grad-keeps-first-mode)."""
+new mode, and so does nn.TrainOneStepCell (a Cell: set_train(False) changes its phase). PyNative honours
+set_train at every call. Confirms: seed-4-bn-stats-not-regularized[*,default] under --mode graph --api
+loop (variant compiled-grad-keeps-first-mode, scoped to graph and loop)."""
 import numpy as np
 import mindspore as ms
 from mindspore import nn
@@ -38,10 +39,18 @@ for mode, name in ((ms.PYNATIVE_MODE, "PYNATIVE_MODE"), (ms.GRAPH_MODE, "GRAPH_M
     cell_moved = not np.array_equal(before, net.bn.moving_mean.asnumpy())
     ms.value_and_grad(forward_fn, None, opt.parameters)(x, t)  # a fresh grad_fn in eval mode
     fresh_moved = not np.array_equal(before, net.bn.moving_mean.asnumpy())
+    trainer = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), opt)
+    trainer.set_train(True)
+    trainer(x, t)  # compiled here (GRAPH_MODE), in train mode
+    trainer.set_train(False)
+    before = net.bn.moving_mean.asnumpy().copy()
+    trainer(x, t)
+    trainer_moved = not np.array_equal(before, net.bn.moving_mean.asnumpy())
     print(f"{name:13s}: after set_train(False), the first grad_fn updated moving_mean={stale}; "
-          f"a Cell call updated it={cell_moved}; a fresh grad_fn updated it={fresh_moved}")
+          f"a Cell call updated it={cell_moved}; a fresh grad_fn updated it={fresh_moved}; "
+          f"TrainOneStepCell updated it={trainer_moved}")
     if mode == ms.GRAPH_MODE:
-        assert stale and not cell_moved and not fresh_moved
+        assert stale and not cell_moved and not fresh_moved and not trainer_moved
     else:
-        assert not (stale or cell_moved or fresh_moved)
+        assert not (stale or cell_moved or fresh_moved or trainer_moved)
 print("confirmed: in GRAPH_MODE a compiled gradient function keeps the train mode of its first call")
