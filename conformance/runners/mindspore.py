@@ -187,7 +187,8 @@ class MindSporeRunner(Runner):
             if self.clip is not None:
                 grads = ops.clip_by_global_norm(grads, self.clip)
             return self.opt(grads)
-        # graph mode: the update is compiled as the tutorials' @ms.jit train_step compiles it
+        # graph mode: the update is compiled as the tutorials' @ms.jit train_step compiles it, once per
+        # case, with this case's optimizer (MindSpore warns that "apply" is compiled again: it is a new one)
         self.apply = ms.jit(apply) if self.graph else apply
 
     def optimizer_params(self):
