@@ -97,6 +97,7 @@ class ReferenceRunner(Runner):
         self.frozen = frozen
         plain = model.container in PLAIN_CONTAINERS
         self.unregistered = set(model.contained) if plain else set()
+        self.compiled_modes = {}  # step path -> the mode its gradient function was first called in
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -135,6 +136,8 @@ class ReferenceRunner(Runner):
         return train
 
     def forward(self, path, x, target, train, backward):
+        if backward and "compiled-grad-keeps-first-mode" in self.variants:
+            train = self.compiled_modes.setdefault(tuple(path), train)
         tape, y = [], np.asarray(x, dtype=np.float64)
         for layer in path:
             spec = self.model.layers[self.model.layers[layer].tie or layer]

@@ -51,6 +51,11 @@ VARIANTS: dict[str, Variant] = {
         "the train-mode switch reaches registered layers only and layers start in inference mode: a "
         "BatchNorm in a plain container never trains its statistics and always normalises with them",
         "train/eval mode reaches every layer the model holds"),
+    "compiled-grad-keeps-first-mode": Variant(
+        "a compiled gradient function (one graph per step path, compiled at its first call) keeps the "
+        "train/eval mode the model had then: a later switch of the model's mode does not reach it, so its "
+        "BatchNorm layers keep normalising and updating statistics as they did at that first call",
+        "each backward runs every layer in the mode the model is in at that step"),
     "bn-stats-in-parameters": Variant(
         "BatchNorm running statistics are in the model's parameter collection, so an optimizer built "
         "from it holds them (they get no gradient, so it never steps them)",

@@ -1,9 +1,13 @@
-"""MindSpore adapter: the code a MindSpore user writes (PyNative mode).
+"""MindSpore adapter: the code a MindSpore user writes.
 
     net = Net()                                    # an nn.Cell holding nn.Dense / nn.BatchNorm1d
     optimizer = nn.Momentum(net.trainable_params(), learning_rate, momentum)
     grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters)
     net.set_train(); loss, grads = grad_fn(x, t); optimizer(grads)
+
+A step's layer path varies, so the model Cell of a step is a `StepNet` made once per path: its
+construct runs that path's layers (stop_gradient after the detached ones), it registers the user's
+`net` and nothing else, so its set_train() reaches exactly what net.set_train() reaches.
 
 Gradients are functional: each `grad_fn` call returns a fresh tuple, one tensor per optimizer
 parameter, and nothing is stored on the parameters. So "default" clearing is no call at all (the
@@ -22,11 +26,28 @@ unless per-parameter coefficients ask for parameter groups); adam is nn.Adam, ad
 nn.AdamWeightDecay (MindSpore's mapping of torch.optim.AdamW). Clipping is ops.clip_by_global_norm on
 the gradient tuple before optimizer(grads).
 
-Only PyNative ("eager") is offered: under GRAPH_MODE the same code compiles a graph per step path
-(about 3x slower here), fails on the unregistered Cells of the plain-container cases and keeps a
-stale train/eval graph, so it would not observe the same program.
+--mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE),
+as the seed-3 report does. There value_and_grad returns a @jit function: forward and backward are
+one graph, compiled at its first call and reused after (one per step path, as grad_fn is made once
+per path). The update is a @ms.jit function (clipping, then optimizer(grads)). The tutorials fuse the
+two into one `@ms.jit train_step`; the split hands the engine the gradient tuple between them, the
+same tuple the compiled value_and_grad hands a fused step, and the optimizer graph runs on it
+unchanged (a test checks the split against a fused train_step, bit for bit). An eval forward calls
+the model Cell, as the tutorials' test loop does (a Cell compiles once per train/predict phase).
+What MindSpore refuses to compile is the case's error with MindSpore's message: the adapter wrote
+the user's code, and the refusal is what that user meets (not an Unsupported of the adapter).
+
+--api trainer is MindSpore's own trainer, the network Model.train builds and runs:
+nn.TrainOneStepCell(nn.WithLossCell(model, nn.MSELoss()), optimizer), one per step path, called
+once per step after set_train(train) (Model.train calls set_train() on it). Model.train itself adds
+only a dataset pipeline per one-batch step (a test checks the two agree). TrainOneStepCell does not
+clip, so clipped cases are Unsupported there. In graph mode the TrainOneStepCell is compiled, as
+Model.train compiles it under GRAPH_MODE.
 """
 from __future__ import annotations
+
+import os
+import tempfile
 
 import numpy as np
 
@@ -41,13 +62,46 @@ ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean", "runn
 
 
 class Net(nn.Cell):
-    """The model Cell. Its layers are attributes (or sit in a container attribute); a step's
-    layer path varies, so the runner calls them in order rather than through one construct."""
+    """The user's network: its layers are attributes (or sit in a container attribute)."""
+
+
+class StepNet(nn.Cell):
+    """The model Cell of one step path: the forward a user's construct runs for it. It registers
+    `net` only (auto_prefix=False, as MindSpore's wrapper Cells do, so no parameter is renamed); the
+    path's layers sit in a plain tuple, which registers nothing."""
+
+    def __init__(self, net, layers, detach):
+        super().__init__(auto_prefix=False)
+        self.net = net
+        self.path = tuple(zip(layers, detach))
+
+    def construct(self, x):
+        for layer, stop in self.path:
+            x = layer(x)
+            if stop:
+                x = ops.stop_gradient(x)
+        return x
+
+
+def first_line(fn, *args):
+    """fn(*args); an exception keeps its type with the first line of its message only: MindSpore puts
+    its message there, then a C++ stack and a trace of the compiled code (the last line, which the
+    engine would show, only points to a file of IR)."""
+    try:
+        return fn(*args)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        lines = str(exc).strip().splitlines()
+        if len(lines) <= 1:
+            raise
+        raise type(exc)(lines[0]) from exc
 
 
 class MindSporeRunner(Runner):
     framework = "mindspore"
     devices = ("cpu", "cuda", "ascend")
+    modes = ("eager", "graph")
+    apis = ("loop", "trainer")
+    backends = ("GRAPH_MODE",)
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
@@ -55,7 +109,11 @@ class MindSporeRunner(Runner):
         if not ms.hal.is_available(target):
             raise Unavailable(f"--device {device}: mindspore {ms.__version__} has no {target} backend here "
                               f"(mindspore.hal.is_available({target!r}) is False)")
-        ms.set_context(mode=ms.PYNATIVE_MODE)
+        self.graph = mode == "graph"
+        if self.graph:
+            # a refused compile writes rank_0/om/analyze_fail.ir under MS_OM_PATH, by default the cwd
+            os.environ.setdefault("MS_OM_PATH", tempfile.mkdtemp(prefix="mindspore-om-"))
+        ms.set_context(mode=ms.GRAPH_MODE if self.graph else ms.PYNATIVE_MODE)
         ms.set_device(target)
 
     @staticmethod
@@ -88,6 +146,7 @@ class MindSporeRunner(Runner):
         for name in frozen_params(model):
             self.params[name].requires_grad = False
         self.names = {id(p): n for n, p in self.params.items()}
+        self.models = {}
         self.acc = None  # the gradient tuple the next optimizer(grads) gets
 
     def _is_linear_weight(self, name):
@@ -122,32 +181,46 @@ class MindSporeRunner(Runner):
             self.opt = cls(params, beta1=b1, beta2=b2, eps=optimizer.eps, **kw)
         self.clip = optimizer.clip_global_norm
         self.grad_fns = {}
+        self.trainers = {}
+
+        def apply(grads):
+            if self.clip is not None:
+                grads = ops.clip_by_global_norm(grads, self.clip)
+            return self.opt(grads)
+        # graph mode: the update is compiled as the tutorials' @ms.jit train_step compiles it, once per
+        # case, with this case's optimizer (MindSpore warns that "apply" is compiled again: it is a new one)
+        self.apply = ms.jit(apply) if self.graph else apply
 
     def optimizer_params(self):
         return [self.names.get(id(p), f"<{p.name}>") for p in self.opt.parameters]
 
     # ------------------------------------------------------------ steps
-    def _forward_fn(self, path):
-        layers, detach = [self.layers[n] for n in path], [n in self.model.detach_after for n in path]
+    def _model(self, path):
+        """The model Cell for this step path (made once per path, as a user's model is made once)."""
+        key = tuple(path)
+        if key not in self.models:
+            self.models[key] = StepNet(self.net, [self.layers[n] for n in path],
+                                       [n in self.model.detach_after for n in path])
+        return self.models[key]
 
-        def forward_fn(x, t):
-            y = x
-            for layer, stop in zip(layers, detach):
-                y = layer(y)
-                if stop:
-                    y = ops.stop_gradient(y)
-            return ((y - t) ** 2).mean()
+    def _forward_fn(self, path):
+        model = self._model(path)
+
+        def forward_fn(x, t):  # the tutorials' forward_fn: the model, then the loss
+            return ((model(x) - t) ** 2).mean()
         return forward_fn
 
     def forward(self, path, x, target, train, backward):
-        self.net.set_train(train)  # reaches only the Cells the net registered, as in user code
+        # reaches the Cells the net registered, no others, as net.set_train() does in user code; a
+        # graph already compiled from a plain function (value_and_grad's) is not recompiled by it
+        self._model(path).set_train(train)
         x, t = ms.Tensor(x), ms.Tensor(target)
         key = tuple(path)
-        if not backward:
+        if not backward:  # the tutorials' eval: call the model Cell (in GRAPH_MODE, compiled per phase)
             return float(self._forward_fn(path)(x, t).asnumpy())
         if key not in self.grad_fns:
             self.grad_fns[key] = ms.value_and_grad(self._forward_fn(path), None, self.opt.parameters)
-        loss, grads = self.grad_fns[key](x, t)
+        loss, grads = first_line(self.grad_fns[key], x, t)
         # no clear since the last grads: accumulate by adding the returned tuples (the documented way)
         self.acc = grads if self.acc is None else tuple(a + g for a, g in zip(self.acc, grads))
         return float(loss.asnumpy())
@@ -165,10 +238,19 @@ class MindSporeRunner(Runner):
         if self.acc is None:
             raise Unsupported("an update without a backward pass since clearing: MindSpore has no "
                               "gradient tuple to hand optimizer(grads)")
-        grads = self.acc
+        # a tuple of Tensors passed to a @jit function is a compile-time constant unless marked mutable
+        # (MindSpore warns so and recompiles for every new value); the optimizer Cell itself needs no mark
+        first_line(self.apply, ms.mutable(self.acc) if self.graph else self.acc)
+
+    def train_step(self, path, x, target, train):
         if self.clip is not None:
-            grads = ops.clip_by_global_norm(grads, self.clip)
-        self.opt(grads)
+            raise Unsupported("nn.TrainOneStepCell (what Model.train builds) does not clip gradients")
+        key = tuple(path)
+        if key not in self.trainers:
+            self.trainers[key] = nn.TrainOneStepCell(nn.WithLossCell(self._model(path), nn.MSELoss()), self.opt)
+        trainer = self.trainers[key]
+        trainer.set_train(train)  # Model.train calls set_train() on it; an eval step asks for set_train(False)
+        return float(first_line(trainer, ms.Tensor(x), ms.Tensor(target)).asnumpy())
 
     # ------------------------------------------------------------ reading back
     def _numpy(self, name, tensor):

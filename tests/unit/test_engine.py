@@ -64,6 +64,7 @@ class DetachIgnored(ReferenceRunner):
     (DecayEverything, ["seed-4-bn-stats-not-regularized[sgd,all]", "decay-skips-frozen-param[sgd,default]",
                        "seed-1-decay-moves-unused-layer[sgd]"]),
     (DetachIgnored, ["seed-3-stop-gradient-vs-frozen[sgd,stop_gradient]", "detach-blocks-upstream"]),
+    (with_variants("compiled-grad-keeps-first-mode"), ["seed-4-bn-stats-not-regularized[sgd,default]"]),
 ])
 def test_mutant_semantics_are_caught(mutant, must_catch):
     results = verdicts(mutant)
