@@ -76,6 +76,13 @@ def _optimizer(optimizer: Optimizer, **kw):
                                   weight_decay=optimizer.weight_decay, **kw)
 
 
+def _compiled_node(name: str) -> bool:
+    """Whether a grad node is the compiled program's: Dy2StGradNode in Paddle 3; Paddle 2.6's
+    RunProgramGradNode does not override name() and reads GradNodeBase. A dygraph op's node has its
+    own name (MatmulGradNode, AddGradNode, BatchNormGradNode, ...)."""
+    return name in ("Dy2StGradNode", "GradNodeBase")
+
+
 @contextmanager
 def _static_mode():
     """Static mode for the block only: the worker goes back to dygraph whatever happens, so one
@@ -206,7 +213,7 @@ class PaddleRunner(Runner):
         with min_graph_size_guard(0), strict_mode_guard(True):
             y = self.compiled[key](x)
         node = y.grad_fn.name() if y.grad_fn is not None else None
-        if node is not None and node != "Dy2StGradNode":
+        if node is not None and not _compiled_node(node):
             raise RuntimeError(f"to_static fell back to dygraph: the output's grad node is {node}, "
                                f"not the compiled program's Dy2StGradNode")
         return y

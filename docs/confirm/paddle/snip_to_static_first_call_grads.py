@@ -32,18 +32,20 @@ def accumulate(full_graph, warm):
             second(x1)  # its program is built by a forward-only call
         first(x1).sum().backward()
         y = second(x2)
-        assert y.grad_fn.name() == "Dy2StGradNode", "the compiled program ran"
+        # the compiled program's grad node: Dy2StGradNode (Paddle 3), unnamed GradNodeBase (2.6)
+        assert y.grad_fn.name() in ("Dy2StGradNode", "GradNodeBase"), "the compiled program ran"
         y.sum().backward()  # no clear in between: the gradients should add up
     got = lin.weight.grad.numpy().copy()
     expected = []
     for k, x in ((1.0, x1), (2.0, x2)):  # the same two passes in plain dygraph, one at a time
-        lin.clear_gradients(set_to_zero=False)
+        [p.clear_gradient(False) for p in lin.parameters()]
         (lin(x) * k).sum().backward()
         expected.append(lin.weight.grad.numpy().copy())
     return got, expected
 
 
-for full_graph in (False, True):
+# full_graph=True (AST) crashes Paddle 2.6.2 on this script (SIGSEGV); run it on Paddle 3 only
+for full_graph in (False, True) if paddle.__version__ >= "3" else (False,):
     got, (g1, g2) = accumulate(full_graph, warm=False)
     summed, replaced = np.allclose(got, g1 + g2, atol=1e-5), np.allclose(got, g2, atol=1e-5)
     print(f"full_graph={full_graph}: first call of `second` -> sum of both passes: {summed}, its own only: {replaced}")
