@@ -309,6 +309,7 @@ class PaddleRunner(Runner):
         self.scope = paddle.static.Scope()
         self.place = paddle.framework._current_expected_place()
         self.programs = {}
+        self.definition = None  # (trainable, what the optimizer holds), read from a Program of the model
         self.static_grads = {}
         self.pending_update = False
         self.grads_live = False
@@ -335,11 +336,15 @@ class PaddleRunner(Runner):
 
     @property
     def static_trainable(self):
-        return self._static_definition()[0]
+        if self.definition is None:
+            self.definition = self._static_definition()
+        return self.definition[0]
 
     @property
     def static_opt_params(self):
-        return self._static_definition()[1]
+        if self.definition is None:
+            self.definition = self._static_definition()
+        return self.definition[1]
 
     def _static_program(self, path, train, backward, shape):
         key = (tuple(path), train, backward)
