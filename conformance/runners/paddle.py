@@ -325,8 +325,8 @@ class PaddleRunner(Runner):
             names = {self._var(n): n for n in param_names(self.model)}
             trainable = {names[v]: not p.stop_gradient for v, p in params.items()}
             if self.optimizer.params == "default":
-                # minimize(loss) without a parameter list takes the program's parameters whose
-                # stop_gradient is False (Optimizer.backward, PIR branch)
+                # minimize(loss) without a parameter list takes the program's parameters with
+                # stop_gradient False (Optimizer.backward, PIR) / trainable (ProgramDesc, 2.6): the same set
                 held = [names[v] for v, p in params.items() if not p.stop_gradient]
             elif self.optimizer.params == "all":
                 held = [names[v] for v in params]
@@ -390,6 +390,9 @@ class PaddleRunner(Runner):
         self.programs[key] = program
         return program
 
+    # A step with backward runs the program minimize() built: forward, backward and update in one
+    # Executor.run, gradients fetched before the update ops. The engine then asks for the update,
+    # which has happened; a backward step the engine does not update is refused when it reads on.
     def _static_forward(self, path, x, target, train, backward):
         if self.pending_update:
             raise Unsupported("a static program runs minimize()'s update with its backward: no backward without update")
