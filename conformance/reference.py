@@ -98,6 +98,7 @@ class ReferenceRunner(Runner):
         plain = model.container in PLAIN_CONTAINERS
         self.unregistered = set(model.contained) if plain else set()
         self.compiled_modes = {}  # step path -> the mode its gradient function was first called in
+        self.compiled_paths = set()  # paths run before: compiled-first-call-sets-grads
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -164,6 +165,10 @@ class ReferenceRunner(Runner):
                 tape.clear()  # nothing before a stop_gradient receives gradient
         diff = y - np.asarray(target, dtype=np.float64)
         loss = float(np.mean(diff * diff))
+        first_call = tuple(path) not in self.compiled_paths
+        self.compiled_paths.add(tuple(path))
+        # a path's first compiled call overwrites: each parameter's first contribution replaces its gradient
+        self._set_once = set() if first_call and "compiled-first-call-sets-grads" in self.variants else None
         if backward:
             self._backward(tape, 2.0 * diff / diff.size)
             self._fill_missing_grads()
@@ -183,6 +188,10 @@ class ReferenceRunner(Runner):
 
     def _accumulate(self, name, g):
         if name in self.frozen and not ("frozen-still-trained" in self.variants and name in self.opt_params):
+            return
+        if self._set_once is not None and name not in self._set_once:
+            self._set_once.add(name)
+            self.grads_[name] = g
             return
         self.grads_[name] = g if self.grads_[name] is None else self.grads_[name] + g
 
@@ -207,6 +216,7 @@ class ReferenceRunner(Runner):
                     dy = inv_std / n * (n * dxhat - dxhat.sum(0) - xhat * (dxhat * xhat).sum(0))
 
     clear_mode: ClearMode = "default"
+    _set_once: set | None = None
 
     def clear_grads(self, mode: ClearMode):
         if mode == "default" and "clear-default-zero-fills" in self.variants:

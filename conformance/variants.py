@@ -33,6 +33,11 @@ VARIANTS: dict[str, Variant] = {
         "clearing to zeros gives every optimizer parameter a zero gradient at the next backward, one "
         "that was never used included",
         "clearing to zeros zero-fills gradients that exist; a never-used parameter keeps None"),
+    "compiled-first-call-sets-grads": Variant(
+        "the first call of a compiled step path (the call that builds its program) sets the gradients of "
+        "the parameters it reaches instead of adding to the ones they hold: gradients accumulated before "
+        "it are lost; later calls of the same path accumulate",
+        "every backward pass adds to the gradient a parameter already holds"),
     "frozen-still-trained": Variant(
         "marking a parameter not trainable only takes it out of the trainable collection (and so out of "
         "an optimizer built from it): handed to the gradient call and the optimizer explicitly, it gets "
