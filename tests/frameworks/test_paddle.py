@@ -626,24 +626,11 @@ def test_full_run_graph_to_static(tmp_path):
     assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED | {"accumulate-across-unused"}
 
 
-# dygraph's variants a static Program does not have: its parameters are the program's (registered or
-# not), minimize() takes those with stop_gradient False (not BatchNorm's statistics), and each run
-# computes fresh gradients, so a parameter outside the step's program has none. compiled-first-call-
-# sets-grads is to_static's; the static backend cannot accumulate (unsupported). known/ can scope a
-# variant by mode and api, not by backend: the test runs the static backend with them taken out.
-NOT_IN_STATIC_PROGRAMS = {"clear-default-zero-fills", "plain-containers-unregistered", "bn-stats-in-parameters",
-                          "compiled-first-call-sets-grads"}
-
-
 def test_full_run_graph_static(tmp_path):
-    import yaml
-    known = tmp_path / "known"
-    known.mkdir()
-    raw = yaml.safe_load((KNOWN_DIR / "paddle.yaml").read_text())
-    assert NOT_IN_STATIC_PROGRAMS <= {v["variant"] for v in raw["variants"]}
-    raw["variants"] = [v for v in raw["variants"] if v["variant"] not in NOT_IN_STATIC_PROGRAMS]
-    (known / "paddle.yaml").write_text(yaml.safe_dump(raw))
-    doc = full_run(tmp_path, "--mode", "graph", "--backend", "static", "--known", str(known))
+    """known/paddle.yaml scopes dygraph's variants a static program does not have to to_static."""
+    doc = full_run(tmp_path, "--mode", "graph", "--backend", "static")
+    assert not {v.name for v in doc.profile} & {"clear-default-zero-fills", "plain-containers-unregistered",
+                                               "bn-stats-in-parameters", "compiled-first-call-sets-grads"}
     assert (doc.environment.mode, doc.environment.backend) == ("graph", "static")
     verdicts = {c.id: c.verdict for c in doc.cases}
     assert set(verdicts.values()) <= {"conform", "divergence", "unsupported"}, "no errors"
