@@ -156,24 +156,25 @@ def test_graph_break_raises_instead_of_running_eager(monkeypatch):
         observe(TorchRunner("cpu", "graph"), SPEC["sgd-numerics"].case)
 
 
-def test_recompile_limit_raises_instead_of_running_eager(monkeypatch):
+# torch's config.patch, not monkeypatch: undoing a monkeypatch deletes (hides) a dynamo config entry
+@torch._dynamo.config.patch(recompile_limit=1)
+def test_recompile_limit_raises_instead_of_running_eager():
     """Past dynamo's recompile limit torch runs the frame eagerly, unless fullgraph=True."""
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
     with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):  # seed-4 recompiles for eval
         observe(TorchRunner("cpu", "graph"), SPEC["seed-4-bn-stats-not-regularized[sgd,default]"].case)
 
 
-def test_graph_cases_do_not_accumulate_recompilations(monkeypatch):
+@torch._dynamo.config.patch(recompile_limit=2)  # no case below needs more graphs
+def test_graph_cases_do_not_accumulate_recompilations():
     """Every case builds new modules; dynamo is reset per case, so the limit counts one case only."""
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)  # no case below needs more graphs
     runner = TorchRunner("cpu", "graph")
     for instance_id in ("seed-4-bn-stats-not-regularized[sgd,default]", "seed-1-decay-moves-unused-layer[sgd]",
                         "grad-reference-linear-chain", "seed-5-unused-bn-grad"):
         observe(runner, SPEC[instance_id].case)
 
 
-def test_compile_disabled_is_refused(monkeypatch):
-    monkeypatch.setattr(torch._dynamo.config, "disable", True)
+@torch._dynamo.config.patch(disable=True)
+def test_compile_disabled_is_refused():
     with pytest.raises(Unavailable, match="TORCH_COMPILE_DISABLE"):
         TorchRunner("cpu", "graph")
 
