@@ -182,7 +182,7 @@ def test_compile_disabled_is_refused():
 def test_trainer_api_is_refused_with_one_line(capsys):
     assert main(["run", "--framework", "torch", "--api", "trainer"]) == 3
     err = capsys.readouterr().err
-    assert "trainer" in err and len(err.strip().splitlines()) == 1
+    assert "torch has no trainer of its own" in err and len(err.strip().splitlines()) == 1
 
 
 def check_profile(doc, partial=False):
@@ -208,7 +208,8 @@ def test_full_run_graph(tmp_path):
     out = tmp_path / "torch-graph.json"
     assert main(["run", "--framework", "torch", "--mode", "graph", "--out", str(out)]) == 0
     doc = results.read(out)
-    assert doc.complete and doc.environment.mode == "graph" and len(doc.cases) == len(SPEC)
+    assert doc.complete and (doc.environment.mode, doc.environment.backend) == ("graph", "aot_eager")
+    assert len(doc.cases) == len(SPEC)
     check_profile(doc)
 
 
@@ -217,5 +218,6 @@ def test_seeds_run_on_inductor(tmp_path):
     assert main(["run", "--framework", "torch", "--mode", "graph", "--backend", "inductor", "-k", "seed-",
                  "--out", str(out)]) == 0
     doc = results.read(out)
-    assert doc.complete and len(doc.cases) == sum(i.startswith("seed-") for i in SPEC)
+    assert doc.complete and doc.environment.backend == "inductor"
+    assert len(doc.cases) == sum(i.startswith("seed-") for i in SPEC)
     check_profile(doc, partial=True)
