@@ -8,6 +8,8 @@
 and keeps the rest eager (loss, backward, clipping, `opt.step()`). A step's path varies, so each path
 gets its own small model (the user's model, read the way it holds its layers), compiled with
 fullgraph=True: a graph break or dynamo's recompile limit raises instead of quietly running eager.
+`opt.step()` stays eager: the compiled-optimizer recipe is a beta GPU-speed one, and torch breaks the
+graph inside every step on purpose (pytorch/pytorch#104053), so it cannot compile with fullgraph=True.
 torch has no trainer of its own: the hand-written loop above is the only api.
 """
 from __future__ import annotations
