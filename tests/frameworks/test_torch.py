@@ -100,10 +100,97 @@ def test_ascend_is_refused():
         TorchRunner("ascend")
 
 
-def test_graph_mode_is_refused_with_one_line(capsys):
-    assert main(["run", "--framework", "torch", "--mode", "graph"]) == 3
+BACKENDS = TorchRunner.backends  # aot_eager (the default), inductor
+
+
+def eager_and_graph(instance_id, backend):
+    case = SPEC[instance_id].case
+    return observe(TorchRunner("cpu"), case), observe(TorchRunner("cpu", "graph", backend=backend), case)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_graph_mode_really_compiles(backend):
+    """The forward runs the graph torch.compile made: dynamo captured graphs, and the output of a
+    path's model comes from AOTAutograd's compiled function, not from eager autograd."""
+    torch._dynamo.utils.counters.clear()
+    runner = TorchRunner("cpu", "graph", backend=backend)
+    assert runner.backend == backend
+    case = SPEC["seed-4-bn-stats-not-regularized[momentum,default]"].case
+    observe(runner, case)
+    stats = torch._dynamo.utils.counters["stats"]
+    assert stats["unique_graphs"] >= 2, "a train and an eval graph of the same path"  # reset per case
+    compiled = runner.compiled[("fc", "bn", "out")]
+    assert isinstance(compiled, torch._dynamo.eval_frame.OptimizedModule)
+    y = compiled(torch.randn(4, 4))
+    assert type(y.grad_fn).__name__ == "CompiledFunctionBackward"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("instance_id", ["seed-1-decay-moves-unused-layer[adamw]", "seed-2-plain-list-sublayers",
+                                         "seed-3-stop-gradient-vs-frozen[momentum,stop_gradient]",
+                                         "seed-4-bn-stats-not-regularized[sgd,all]",
+                                         "train-mode-reaches-contained[plain_list]"])
+def test_graph_mode_observes_what_eager_does(instance_id, backend):
+    """Detach, frozen parameters, train/eval, BatchNorm statistics, plain containers: the compiled
+    forward gives the eager observation (None stays None; values to float32 rounding)."""
+    eager, graph = eager_and_graph(instance_id, backend)
+    assert (graph.trainable, graph.optimizer_params) == (eager.trainable, eager.optimizer_params)
+    for e, g in zip(eager.steps, graph.steps, strict=True):
+        assert g.loss == pytest.approx(e.loss, rel=1e-5)
+        for name, grad in e.grads.items():
+            assert (g.grads[name] is None) == (grad is None), name
+            if grad is not None:
+                np.testing.assert_allclose(g.grads[name], grad, rtol=1e-4, atol=1e-5)
+        for name, value in e.values.items():
+            np.testing.assert_allclose(g.values[name], value, rtol=1e-4, atol=1e-5)
+
+
+def test_graph_break_raises_instead_of_running_eager(monkeypatch):
+    """fullgraph=True: code dynamo cannot put in the graph is an error, not a silent eager island."""
+    linear = torch.nn.Linear.forward
+    def breaking(self, x):
+        torch._dynamo.graph_break()
+        return linear(self, x)
+    monkeypatch.setattr(torch.nn.Linear, "forward", breaking)
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="graph_break"):
+        observe(TorchRunner("cpu", "graph"), SPEC["sgd-numerics"].case)
+
+
+# torch's config.patch, not monkeypatch: undoing a monkeypatch deletes (hides) a dynamo config entry
+@torch._dynamo.config.patch(recompile_limit=1)
+def test_recompile_limit_raises_instead_of_running_eager():
+    """Past dynamo's recompile limit torch runs the frame eagerly, unless fullgraph=True."""
+    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):  # seed-4 recompiles for eval
+        observe(TorchRunner("cpu", "graph"), SPEC["seed-4-bn-stats-not-regularized[sgd,default]"].case)
+
+
+@torch._dynamo.config.patch(recompile_limit=2)  # no case below needs more graphs
+def test_graph_cases_do_not_accumulate_recompilations():
+    """Every case builds new modules; dynamo is reset per case, so the limit counts one case only."""
+    runner = TorchRunner("cpu", "graph")
+    for instance_id in ("seed-4-bn-stats-not-regularized[sgd,default]", "seed-1-decay-moves-unused-layer[sgd]",
+                        "grad-reference-linear-chain", "seed-5-unused-bn-grad"):
+        observe(runner, SPEC[instance_id].case)
+
+
+@torch._dynamo.config.patch(disable=True)
+def test_compile_disabled_is_refused():
+    with pytest.raises(Unavailable, match="TORCH_COMPILE_DISABLE"):
+        TorchRunner("cpu", "graph")
+
+
+def test_trainer_api_is_refused_with_one_line(capsys):
+    assert main(["run", "--framework", "torch", "--api", "trainer"]) == 3
     err = capsys.readouterr().err
-    assert "offers --mode eager, not graph" in err and len(err.strip().splitlines()) == 1
+    assert "torch has no trainer of its own" in err and len(err.strip().splitlines()) == 1
+
+
+def check_profile(doc, partial=False):
+    assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
+    unexplained, unused = profile_gaps(doc)
+    assert not unexplained, "confirm these with a snippet, then add the variant to known/torch.yaml or report them"
+    assert partial or not unused, "known/torch.yaml lists variants that no divergence needed"
+    assert not explained_undocumented(doc)
 
 
 def test_full_run(tmp_path, capsys):
@@ -113,8 +200,24 @@ def test_full_run(tmp_path, capsys):
     assert doc.complete and doc.environment.framework_version == torch.__version__
     assert len(doc.cases) == len(SPEC) and len({c.base_id for c in doc.cases}) >= 30
     assert all(c.references and c.checks for c in doc.cases)
-    assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
-    unexplained, unused = profile_gaps(doc)
-    assert not unexplained, "confirm these with a snippet, then add the variant to known/torch.yaml or report them"
-    assert not unused, "known/torch.yaml lists variants that no divergence needed"
-    assert not explained_undocumented(doc)
+    check_profile(doc)
+
+
+def test_full_run_graph(tmp_path):
+    """The whole spec compiled on the default backend (aot_eager: dynamo + AOTAutograd)."""
+    out = tmp_path / "torch-graph.json"
+    assert main(["run", "--framework", "torch", "--mode", "graph", "--out", str(out)]) == 0
+    doc = results.read(out)
+    assert doc.complete and (doc.environment.mode, doc.environment.backend) == ("graph", "aot_eager")
+    assert len(doc.cases) == len(SPEC)
+    check_profile(doc)
+
+
+def test_seeds_run_on_inductor(tmp_path):
+    out = tmp_path / "torch-inductor.json"
+    assert main(["run", "--framework", "torch", "--mode", "graph", "--backend", "inductor", "-k", "seed-",
+                 "--out", str(out)]) == 0
+    doc = results.read(out)
+    assert doc.complete and doc.environment.backend == "inductor"
+    assert len(doc.cases) == sum(i.startswith("seed-") for i in SPEC)
+    check_profile(doc, partial=True)
