@@ -21,7 +21,7 @@ from conformance.execute import run_instance
 from conformance.runners.base import Unavailable, Unsupported
 from conformance.runners.paddle import PaddleRunner
 from conformance.scenario import batch, initial_values, observe
-from conformance.schema import KNOWN_DIR, SPEC_DIR, load_known, load_spec, profile
+from conformance.schema import SPEC_DIR, load_known, load_spec, profile
 from conftest import explained_undocumented, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
