@@ -140,6 +140,7 @@ class TensorFlowRunner(Runner):
     devices = ("cpu", "cuda", "ascend")
     modes = ("eager", "graph")
     apis = ("loop", "trainer")
+    backends = ("tf.function",)  # what compiles the loop's step, and fit's train function, in graph mode
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
@@ -320,9 +321,7 @@ class TensorFlowRunner(Runner):
         return self.trainers_[key]
 
     def train_step(self, path, x, target, train):
-        if self.unconnected == tf.UnconnectedGradients.ZERO:
-            raise Unsupported("fit takes tape.gradient's default (None for an unconnected variable, "
-                              "then dropped); it has no zero-filled gradients")
+        # the engine refuses explicit clearing modes itself: fit takes tape.gradient's default
         model = self._trainer(path, train)
         with tf.device(self.tf_device), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in _apply
