@@ -33,7 +33,8 @@ function, so fit only adds its per-call epoch machinery. The layers a step runs 
 net's, the list the loop hands its optimizer) and compiled with the one shared optimizer; Keras' fit
 computes the gradient of every trainable variable, drops the unconnected (None) ones with a warning
 and applies the rest. mode "graph" is fit's default compiled train function (a tf.function; no XLA:
-Keras' jit_compile="auto" is off on a CPU-only machine), mode "eager" is compile(run_eagerly=True).
+Keras 3's jit_compile="auto" is off on a CPU-only machine, but on with a GPU, where the label
+"tf.function" understates it), mode "eager" is compile(run_eagerly=True): no tf.function at all.
 An eval-mode training step calls the layers with training=False inside that model, as the Keras
 transfer-learning guide does under fit; a forward-only eval step is `evaluate`.
 """
