@@ -24,6 +24,7 @@ from conformance import results
 from conformance.__main__ import main
 from conformance.execute import run_instance
 from conformance.runners.base import Unavailable
+from conformance.reference import ReferenceRunner
 from conformance.scenario import batch, initial_values, observe
 from conformance.schema import SPEC_DIR, load_known, load_spec, profile
 from conftest import explained_undocumented, profile_gaps
@@ -32,9 +33,9 @@ SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
 PROFILE = profile(load_known("tensorflow"), tf.__version__)
 
 
-def suite_record(instance_id, mode="eager"):
+def suite_record(instance_id, mode="eager", api="loop"):
     """The suite's verdict for one instance, run in-process on the tensorflow adapter."""
-    return run_instance(TensorFlowRunner("cpu", mode), SPEC[instance_id], PROFILE)
+    return run_instance(TensorFlowRunner("cpu", mode, api), SPEC[instance_id], PROFILE)
 
 
 def dense(units, inputs, **kw):
@@ -483,6 +484,168 @@ def test_graph_mode_agrees_with_eager(eager_run, tmp_path):
     for case in graph.cases:
         assert (case.verdict, case.reason) == (eager[case.id].verdict, eager[case.id].reason) or (
             case.verdict == eager[case.id].verdict == "conform"), case.id
+
+
+def test_graph_mode_backend_label():
+    assert TensorFlowRunner("cpu", "graph").backend == "tf.function"
+    assert TensorFlowRunner("cpu", "graph", "trainer", "tf.function").backend == "tf.function"
+    assert TensorFlowRunner("cpu", "eager").backend == ""
+    with pytest.raises(Unavailable, match="--backend tf.function with --mode graph, not xla"):
+        TensorFlowRunner("cpu", "graph", backend="xla")
+
+
+# ---------------------------------------------------------------- Keras' trainer (--api trainer)
+def test_trainer_is_faithful_to_compile_and_fit():
+    """seed-2 through the adapter's trainer equals the same schedule written by hand as a Keras user
+    trains: a subclassed model with its blocks in a plain list, compile(Adam, "mse"), one fit per batch."""
+    case = SPEC["seed-2-plain-list-sublayers"].case
+    obs = observe(TensorFlowRunner("cpu", "graph", "trainer"), case)
+
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.blocks = [dense(4, 4), dense(4, 4)]
+            self.head = dense(2, 4)
+
+        def call(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return self.head(x)
+
+    net, init = Net(), initial_values(case)
+    for layer, name in zip([*net.blocks, net.head], ["block0", "block1", "head"]):
+        layer.kernel.assign(init[f"{name}.weight"])
+        layer.bias.assign(init[f"{name}.bias"])
+    opt = case.optimizer
+    net.compile(optimizer=keras.optimizers.Adam(opt.lr, beta_1=opt.betas[0], beta_2=opt.betas[1], epsilon=opt.eps),
+                loss="mse")
+    for index in range(2):
+        x, t = batch(case, index, ["block0", "block1", "head"])
+        history = net.fit(x, t, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+        assert obs.steps[index].loss == pytest.approx(history.history["loss"][0], rel=1e-6)
+    for layer, name in zip([*net.blocks, net.head], ["block0", "block1", "head"]):
+        np.testing.assert_allclose(obs.steps[-1].values[f"{name}.weight"], layer.kernel.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_trainer_mode_is_fit_compiled_or_run_eagerly(mode):
+    """graph: fit's default train function runs the model inside a graph; eager: run_eagerly=True runs it eagerly."""
+    case = SPEC["seed-2-plain-list-sublayers"].case
+    runner = TensorFlowRunner("cpu", mode, "trainer")
+    runner.build(case.model, initial_values(case))
+    runner.make_optimizer(case.optimizer)
+    seen, call = [], runner.net.call
+
+    def spy(x, path):
+        seen.append(tf.executing_eagerly())
+        return call(x, path)
+    runner.net.call = spy
+    path = ["block0", "block1", "head"]
+    runner.train_step(path, *batch(case, 0, path), True)
+    # Keras may also trace the model symbolically (not eagerly) once to build it, in either mode
+    assert seen and any(seen) is (mode == "eager")
+
+
+def test_trainer_loss_is_the_one_fit_reports_regularization_included():
+    """fit reports the data loss plus model.losses (the per-weight L2 penalties), as the loop's loss does."""
+    case = SPEC["per-param-decay-overrides[sgd]"].case
+    init = initial_values(case)
+    trainer = observe(TensorFlowRunner("cpu", "graph", "trainer"), case)
+    data = observe(ReferenceRunner(), case).steps[0].loss  # the data loss at the initial values
+    penalty = sum(c / 2 * np.sum(init[name].astype(np.float64) ** 2) for name, c in case.optimizer.regularizers.items())
+    assert penalty > 0.05
+    assert trainer.steps[0].loss == pytest.approx(data + penalty, rel=1e-5)
+    loop = observe(TensorFlowRunner("cpu", "graph"), case)
+    assert [s.loss for s in trainer.steps] == pytest.approx([s.loss for s in loop.steps], rel=1e-6)
+
+
+def test_trainer_optimizer_holds_the_model_trainable_variables():
+    # fit hands the optimizer model.trainable_variables: the frozen layer is not among them, and the
+    # optimizer built its slots (one momentum per variable) for exactly those
+    case = SPEC["frozen-param-no-grad[momentum]"].case
+    runner = TensorFlowRunner("cpu", "graph", "trainer")
+    runner.build(case.model, initial_values(case))
+    runner.make_optimizer(case.optimizer)
+    assert runner.optimizer_params() == ["b.weight", "b.bias"]
+    runner.train_step(["a", "b"], *batch(case, 0, ["a", "b"]), True)
+    momenta = [v for v in runner.opt.variables if "iteration" not in v.name and "learning_rate" not in v.name]
+    assert len(momenta) == 2
+
+
+def test_frozen_batchnorm_runs_in_inference_mode_under_fit():
+    """Keras: a BatchNormalization with trainable = False runs in inference mode, whatever `training`
+    says. Observed under fit and under the custom loop (training=True): neither moves its moving
+    statistics, and both normalise with them. The spec has no frozen-BatchNorm case yet, so this
+    Keras behaviour is no divergence of any run; it is the same in the loop and the trainer."""
+    x, t = tf.random.stateless_normal((8, 3), [1, 2]) * 3.0 + 1.0, tf.zeros((8, 3))
+    for trainer in (True, False):
+        first = dense(3, 3, kernel_initializer="identity")  # a trainable layer before it: x passes as is
+        bn = keras.layers.BatchNormalization()
+        bn.build((None, 3))
+        bn.trainable = False
+        inference = bn(x, training=False).numpy()
+        model = keras.Sequential([first, bn])
+        if trainer:
+            model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+            loss = model.fit(x, t, batch_size=8, epochs=1, shuffle=False, verbose=0).history["loss"][0]
+        else:
+            loss = float(tf.reduce_mean(tf.square(model(x, training=True) - t)))
+        assert loss == pytest.approx(float(np.mean(inference ** 2)), rel=1e-6)
+        np.testing.assert_array_equal(bn.moving_mean.numpy(), np.zeros(3))
+        np.testing.assert_array_equal(bn.moving_variance.numpy(), np.ones(3))
+        assert loss > 2.0  # batch statistics would give about 1 (x is far from mean 0, variance 1)
+
+
+def test_trainer_eval_step_keeps_batchnorm_in_inference_under_fit():
+    # seed-4: two fit steps train the statistics, then two fit steps whose model calls the layers with
+    # training=False (the transfer-learning guide's idiom) leave them alone while the optimizer decays
+    record = suite_record("seed-4-bn-stats-not-regularized[momentum,default]", "graph", "trainer")
+    assert record.verdict == "conform"
+    held = {c.check: c.held for c in record.checks}
+    assert held["value bn.running_mean @ step 2"] and held["value bn.running_var @ step 3"]
+    assert held["value bn.running_mean @ step 0"]  # the reference: fit's train step moved it
+
+
+@pytest.mark.parametrize("instance_id, reason", [
+    ("seed-4-bn-stats-not-regularized[sgd,all]", "Keras' fit hands the optimizer the model's trainable_variables"),
+    ("train-mode-reaches-contained[plain_list]", "Keras' trainer runs the model in training mode only inside fit"),
+])
+def test_trainer_unsupported_with_one_line(instance_id, reason):
+    record = suite_record(instance_id, "eager", "trainer")
+    assert record.verdict == "unsupported" and record.reason.startswith(reason) and "\n" not in record.reason
+
+
+# cases the trainer expresses (no gradient checks, default optimizer list, default/none clearing)
+TRAINER_CASES = ["seed-2-plain-list-sublayers", "seed-4-bn-stats-not-regularized", "plain-containers-register",
+                 "decay-skips-unused-param", "per-param-decay-overrides", "state-resumes-after-gap",
+                 "adam-epsilon-placement", "bn-running-var-unbiased", "bn-eval-uses-running-stats"]
+
+
+@pytest.mark.parametrize("mode", ["graph", "eager"])
+def test_trainer_run_agrees_with_the_eager_loop(eager_run, tmp_path, mode):
+    """--api trainer (fit, compiled or run eagerly) gives the eager loop's verdicts, explained by the same
+    variants; what it cannot express is unsupported, never an error."""
+    out = tmp_path / "trainer.json"
+    cases = TRAINER_CASES if mode == "graph" else TRAINER_CASES[:3]
+    assert main(["run", "--framework", "tensorflow", "--mode", mode, "--api", "trainer",
+                 *(f"--case={c}" for c in cases), "--out", str(out)]) == 0
+    doc = results.read(out)
+    assert doc.complete and doc.environment.api == "trainer" and doc.environment.mode == mode
+    assert not [c.id for c in doc.cases if c.verdict == "error"]
+    unexplained, _ = profile_gaps(doc)
+    assert not unexplained
+    eager, ran = {c.id: c for c in eager_run.cases}, 0
+    for case in doc.cases:
+        if case.verdict == "unsupported":
+            continue
+        ran += 1
+        loop = eager[case.id]
+        assert case.verdict == loop.verdict, case.id
+        names = [sorted(v.name for v in e.variants) if e else None for e in (case.documented, case.explained_by)]
+        assert names == [sorted(v.name for v in e.variants) if e else None
+                         for e in (loop.documented, loop.explained_by)], case.id
+    assert ran >= (20 if mode == "graph" else 7)
+    assert explained_undocumented(doc) <= EXPLAINED_UNDOCUMENTED
 
 
 # ---------------------------------------------------------------- seed 5 in its original shape
