@@ -87,14 +87,16 @@ class Column:
         env = self.doc.environment if self.doc else None
         if env is None:
             return ""
-        mode = f"{env.mode} ({env.backend})" if env.backend else env.mode
-        return " ".join(x for x, plain in ((env.device, "cpu"), (mode, "eager"), (env.api, "loop")) if x != plain)
+        return " ".join(x for x, plain in ((env.device, "cpu"), (_mode(env), "eager"), (env.api, "loop")) if x != plain)
 
     @property
     def execution(self) -> str:
         """Mode (with backend) and api alone: what differs between runs of one version on one device."""
-        env = self.doc.environment
-        return " ".join(x for x in (f"{env.mode} ({env.backend})" if env.backend else env.mode, env.api))
+        return f"{_mode(self.doc.environment)} {self.doc.environment.api}"
+
+
+def _mode(env: results.Environment) -> str:
+    return f"{env.mode} ({env.backend})" if env.backend else env.mode
 
 
 def _order(col: Column):
@@ -268,15 +270,13 @@ def execution_differences(columns: list[Column]) -> list[dict]:
     whose verdict or explaining variants differ (the reason's numbers may differ without that), and
     the cases only one of them could run."""
     runs = [c for c in columns if c.doc]
+    where = lambda c: (c.framework, c.doc.environment.framework_version, c.doc.environment.device)
+    is_loop = lambda c: (c.doc.environment.mode, c.doc.environment.api) == ("eager", "loop")
+    bases = {where(c): c for c in runs if is_loop(c)}
     out = []
     for col in runs:
-        env = col.doc.environment
-        if (env.mode, env.api) == ("eager", "loop"):
-            continue
-        base = next((b for b in runs if b.framework == col.framework and (b.doc.environment.mode, b.doc.environment.api)
-                     == ("eager", "loop") and (b.doc.environment.framework_version, b.doc.environment.device)
-                     == (env.framework_version, env.device)), None)
-        if base is None:
+        base = bases.get(where(col))
+        if is_loop(col) or base is None:
             continue
         ran = lambda c: c.verdict != "unsupported"
         changed = _changed(base, col, lambda c: (cell_class(c), [v.name for v in variants_of(c)]))

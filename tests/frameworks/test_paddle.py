@@ -38,6 +38,15 @@ def two_layers():
     return paddle.nn.Linear(4, 4), paddle.nn.Linear(4, 2)
 
 
+def assert_observes_as_dygraph(runner, case, atol):
+    """`runner` observes the case's losses and values as the eager (dygraph) loop does, within atol."""
+    eager = observe(PaddleRunner("cpu"), case)
+    for got, want in zip(observe(runner, case).steps, eager.steps):
+        assert got.loss == pytest.approx(want.loss, abs=atol)
+        for name in want.values:
+            np.testing.assert_allclose(got.values[name], want.values[name], atol=atol)
+
+
 # ---------------------------------------------------------------- Paddle's documented semantics
 def test_default_clear_grad_zero_fills_unused_params():
     # docs (torch.optim.Optimizer.zero_grad mapping): Paddle's clear_grad defaults to set_to_zero=True
@@ -465,12 +474,7 @@ def test_to_static_equals_dygraph_where_no_accumulation_is_involved():
     """seed-1 and a BatchNorm case under to_static observe exactly what dygraph observes."""
     for instance_id in ("seed-1-decay-moves-unused-layer[momentum]", "bn-custom-momentum-eps",
                         "train-mode-reaches-contained[plain_list]"):
-        graph = observe(PaddleRunner("cpu", "graph"), SPEC[instance_id].case)
-        eager = observe(PaddleRunner("cpu"), SPEC[instance_id].case)
-        for g, e in zip(graph.steps, eager.steps):
-            assert g.loss == pytest.approx(e.loss, abs=1e-6)
-            for name in e.values:
-                np.testing.assert_allclose(g.values[name], e.values[name], atol=1e-6)
+        assert_observes_as_dygraph(PaddleRunner("cpu", "graph"), SPEC[instance_id].case, atol=1e-6)
 
 
 def test_to_static_first_call_sets_grads():
@@ -509,12 +513,7 @@ def test_static_programs_share_parameters_and_optimizer_state():
     """momentum-numerics with the momentum velocity carried from program to program (train and eval
     programs of one case share it by name) equals dygraph's run of the same case."""
     for instance_id in ("momentum-numerics", "adam-numerics[adam]", "seed-4-bn-stats-not-regularized[momentum,default]"):
-        static = observe(PaddleRunner("cpu", "graph", backend="static"), SPEC[instance_id].case)
-        eager = observe(PaddleRunner("cpu"), SPEC[instance_id].case)
-        for s, e in zip(static.steps, eager.steps):
-            assert s.loss == pytest.approx(e.loss, abs=1e-5)
-            for name in e.values:
-                np.testing.assert_allclose(s.values[name], e.values[name], atol=1e-5)
+        assert_observes_as_dygraph(PaddleRunner("cpu", "graph", backend="static"), SPEC[instance_id].case, atol=1e-5)
 
 
 def test_static_program_has_no_update_ops_for_bn_statistics():
