@@ -23,7 +23,7 @@ from pathlib import Path
 from . import results
 from .execute import DEFAULT_TIMEOUT, Worker, WorkerFailed, explain, run_isolated
 from .runners import APIS, DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, adapter_path
-from .schema import KNOWN_DIR, SPEC_DIR, SpecError, load_known, load_spec, profile
+from .schema import RUNNERS_DIR, SPEC_DIR, SpecError, load_known, load_spec, profile
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
 MAX_TIMEOUT = 3600.0  # seconds; --timeout beyond this is a typo, not a plan
@@ -342,7 +342,8 @@ def main(argv=None) -> int:
                        help="per-case time limit, overriding the spec's (default %g s, at most %g s)"
                             % (DEFAULT_TIMEOUT, MAX_TIMEOUT))
     p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK-VERSION-DEVICE-MODE[+BACKEND]-API.json)")
-    p_run.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files (known/<framework>.yaml)")
+    p_run.add_argument("--known", type=Path, default=RUNNERS_DIR,
+                       help="folder of framework rooms, each with <framework>/known.yaml (default: the suite's own)")
     p_run.add_argument("--adapter", metavar="MODULE:CLASS",
                        help="run this adapter class instead of the framework's own (adapters in development)")
     again = p_run.add_mutually_exclusive_group()
@@ -358,7 +359,7 @@ def main(argv=None) -> int:
     p_repro.add_argument("--api", default="loop", choices=APIS)
     p_repro.add_argument("--backend", metavar="NAME")
     p_repro.add_argument("--adapter", metavar="MODULE:CLASS", help="adapter class to use instead")
-    p_repro.add_argument("--known", type=Path, default=KNOWN_DIR, help="folder of known-variant files")
+    p_repro.add_argument("--known", type=Path, default=RUNNERS_DIR, help="folder of framework rooms (<framework>/known.yaml)")
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")
     p_report.add_argument("--results", type=Path, nargs="+", default=[results.RESULTS_DIR],
                           help="results folders to merge (e.g. copied from a CUDA box); each file is a run")

@@ -21,7 +21,7 @@ SCHEMA_VERSION = 2
 
 
 class VariantRecord(BaseModel):
-    """A semantic variant of the framework's profile (known/<framework>.yaml) as this run used it."""
+    """A semantic variant of the framework's profile (runners/<framework>/known.yaml) as this run used it."""
     name: str
     versions: str = ""
     modes: list[str] = []   # empty: every mode

@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
@@ -20,7 +21,8 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, Val
 
 PACKAGE_DIR = Path(__file__).parent
 SPEC_DIR = PACKAGE_DIR / "spec"
-KNOWN_DIR = PACKAGE_DIR / "known"
+# one room per framework: runners/<framework>/ holds its adapter, known.yaml and confirm/ snippets
+RUNNERS_DIR = PACKAGE_DIR / "runners"
 
 TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm",
           "registration", "clipping", "accumulation")
@@ -476,8 +478,9 @@ class KnownVariant(_Strict):
     @field_validator("snippet")
     @classmethod
     def _confirming_script(cls, snippet):
-        if not (snippet.startswith("docs/confirm/") and snippet.endswith(".py") and ".." not in snippet):
-            raise ValueError(f"snippet {snippet!r}: expected a docs/confirm/<framework>/<name>.py path")
+        room = re.fullmatch(r"conformance/runners/[a-z]+/confirm/[\w.-]+\.py", snippet)
+        if not room or ".." in snippet:
+            raise ValueError(f"snippet {snippet!r}: expected a conformance/runners/<framework>/confirm/<name>.py path")
         return snippet
 
     def holds_for(self, version: str, mode: str = "eager", api: str = "loop", backend: str = "") -> bool:
@@ -505,9 +508,10 @@ class KnownFile(_Strict):
         return self
 
 
-def load_known(framework: str, known_dir: Path = KNOWN_DIR) -> list[KnownVariant]:
-    """The framework's semantic variants (all versions); an absent file means none."""
-    path = Path(known_dir) / f"{framework}.yaml"
+def load_known(framework: str, rooms: Path = RUNNERS_DIR) -> list[KnownVariant]:
+    """The framework's semantic variants (all versions), from <rooms>/<framework>/known.yaml; an
+    absent file means none."""
+    path = Path(rooms) / framework / "known.yaml"
     if not path.exists():
         return []
     raw = load_yaml(path)

@@ -1,7 +1,7 @@
 """The closed vocabulary of semantic variants: documented behaviour that differs from the reference.
 
 Each variant is something the NumPy oracle (reference.py) can execute. A framework's known file
-(known/<framework>.yaml) lists the variants in force for a version range; a divergence is documented
+(runners/<framework>/known.yaml) lists the variants in force for a version range; a divergence is documented
 only when the oracle, run with them, reproduces every checked observation of the framework.
 
 For each name: what a framework with the variant does, and what the reference does instead. Both

@@ -30,7 +30,7 @@ def report_dir(tmp_path):
     torch_cases[0] = record(INSTANCES[0], "divergence", reason="<script>alert(1)</script>",
                             documented=results.Explanation(variants=[results.VariantRecord(
                                 name="plain-containers-unregistered", reason="because",
-                                link="https://example.org/doc", snippet="docs/confirm/torch/confirm_torch.py")]),
+                                link="https://example.org/doc", snippet="conformance/runners/torch/confirm/confirm_torch.py")]),
                             checks=[results.CheckRecord(check="value x @ step 1", expected="unchanged",
                                                         observed="changed by max 1e-3", held=False)])
     torch_cases[1] = record(INSTANCES[1], "error", reason="crashed: SIGSEGV")
@@ -40,7 +40,7 @@ def report_dir(tmp_path):
                                   profile=torch_cases[0].documented.variants), res / "torch.json")
     (res / "paddle.json").write_text('{"schema_version": 1, "oops": true}')
     counter = results.VariantRecord(name="adam-shared-step-counter", reason="shared iterations", link=None,
-                                    snippet="docs/confirm/tensorflow/snip_adam_global_step.py")
+                                    snippet="conformance/runners/tensorflow/confirm/snip_adam_global_step.py")
     tf_cases = [record(i) for i in INSTANCES[:5]]
     tf_cases[4] = record(INSTANCES[4], "divergence", reason="resumes late",
                          explained_by=results.Explanation(variants=[counter]))

@@ -320,7 +320,7 @@ def test_version_is_a_plain_str():
 
 
 # ---------------------------------------------------------------- the full run
-# Every MindSpore divergence is reproduced by its documented variants (known/mindspore.yaml); the only
+# Every MindSpore divergence is reproduced by its documented variants (runners/mindspore/known.yaml); the only
 # instances it cannot express clear gradients to None, which MindSpore's functional gradients do not have.
 
 
@@ -337,14 +337,14 @@ def test_full_run(tmp_path):
     assert all("no None gradient" in c.reason for c in doc.cases if c.verdict == "unsupported")
     assert all(c.checks for c in doc.cases if c.verdict != "unsupported")
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained, "confirm these with a snippet, then add the variant to known/mindspore.yaml or report them"
-    assert not unused, "known/mindspore.yaml lists variants that no divergence needed"
+    assert not unexplained, "confirm these with a snippet, then add the variant to runners/mindspore/known.yaml or report them"
+    assert not unused, "runners/mindspore/known.yaml lists variants that no divergence needed"
     assert not explained_undocumented(doc)
 
 
 # GRAPH_MODE and the trainer: what differs from the PyNative loop run. In GRAPH_MODE, a model with two
 # Cells in a plain container does not compile (unregistered, their parameters share the bare names
-# 'weight' and 'bias'; docs/confirm/mindspore/g2_plain_list_graph_refused.py): that is the case's error,
+# 'weight' and 'bias'; conformance/runners/mindspore/confirm/g2_plain_list_graph_refused.py): that is the case's error,
 # MindSpore's message. The compiled value_and_grad keeps the train mode of its first call
 # (compiled-grad-keeps-first-mode, no page states it). The trainer adds no divergence: it only cannot
 # express clipping, explicit clearing, lone steps and gradient checks.
@@ -369,8 +369,8 @@ def _run(tmp_path, mode, api):
 def _profile_holds(doc, undocumented=(), unobservable=()):
     """As test_full_run's profile checks; `unobservable`: variants in force whose every case errs here."""
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained, "confirm these with a snippet, then add the scoped variant to known/mindspore.yaml or report them"
-    assert set(unused) == set(unobservable), "known/mindspore.yaml lists variants that no divergence of this run needed"
+    assert not unexplained, "confirm these with a snippet, then add the scoped variant to runners/mindspore/known.yaml or report them"
+    assert set(unused) == set(unobservable), "runners/mindspore/known.yaml lists variants that no divergence of this run needed"
     assert explained_undocumented(doc) == set(undocumented)
 
 

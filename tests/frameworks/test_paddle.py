@@ -289,7 +289,7 @@ def test_version_is_a_plain_str():
 
 
 # ---------------------------------------------------------------- the full run
-# Divergences reproduced only with a variant no Paddle page states (link: null in known/paddle.yaml);
+# Divergences reproduced only with a variant no Paddle page states (link: null in runners/paddle/known.yaml);
 # each confirmed by a standalone snippet (and a test above).
 EXPLAINED_UNDOCUMENTED = {
     # ParamAttr L2Decay with AdamW: coupled L2 on top of the decoupled weight_decay
@@ -313,8 +313,8 @@ def test_full_run(tmp_path):
     assert all(c.references and c.checks for c in doc.cases)
     assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained, "confirm these with a snippet, then add the variant to known/paddle.yaml or report them"
-    assert not unused, "known/paddle.yaml lists variants that no divergence needed"
+    assert not unexplained, "confirm these with a snippet, then add the variant to runners/paddle/known.yaml or report them"
+    assert not unused, "runners/paddle/known.yaml lists variants that no divergence needed"
     assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED
 
 
@@ -626,7 +626,7 @@ def test_full_run_graph_to_static(tmp_path):
 
 
 def test_full_run_graph_static(tmp_path):
-    """known/paddle.yaml scopes dygraph's variants a static program does not have to to_static."""
+    """runners/paddle/known.yaml scopes dygraph's variants a static program does not have to to_static."""
     doc = full_run(tmp_path, "--mode", "graph", "--backend", "static")
     assert not {v.name for v in doc.profile} & {"clear-default-zero-fills", "plain-containers-unregistered",
                                                "bn-stats-in-parameters", "compiled-first-call-sets-grads"}

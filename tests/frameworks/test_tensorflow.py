@@ -5,7 +5,7 @@ suite's verdict.
 
 Runs in the `tensorflow` (Keras 3) and `tensorflow215` (Keras 2) tox envs. Each divergence of the run
 was confirmed by a standalone snippet (snip_*.py, named in the comments and in
-conformance/known/tensorflow.yaml); the tests below carry the same checks, so the confirmation lives
+conformance/runners/tensorflow/known.yaml); the tests below carry the same checks, so the confirmation lives
 in the repository too. Each check is written the way a user of the installed Keras writes it: where
 Keras 2 lacks an API (keras.Variable, variable.path, a per-weight trainable setter) a small
 `if KERAS2:` branch asks the same question with the Keras 2 idiom.
@@ -409,7 +409,7 @@ def test_tf_cpp_logs_are_silenced():
 
 
 # ---------------------------------------------------------------- the full run
-# Divergences reproduced only with a variant no TF/Keras page states (link: null in known/tensorflow.yaml);
+# Divergences reproduced only with a variant no TF/Keras page states (link: null in runners/tensorflow/known.yaml);
 # each confirmed by a standalone snippet (and a test above).
 EXPLAINED_UNDOCUMENTED = {
     # Adam/AdamW bias correction uses the optimizer's shared iteration count, not a per-variable
@@ -464,8 +464,8 @@ def test_full_run(eager_run):
     assert set(unsupported) == set(UNSUPPORTED)
     assert all(unsupported[k].startswith(v) for k, v in UNSUPPORTED.items())
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained, "confirm these with a snippet, then add the variant to known/tensorflow.yaml or report them"
-    assert not unused, "known/tensorflow.yaml lists variants that no divergence needed"
+    assert not unexplained, "confirm these with a snippet, then add the variant to runners/tensorflow/known.yaml or report them"
+    assert not unused, "runners/tensorflow/known.yaml lists variants that no divergence needed"
     assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED
 
 

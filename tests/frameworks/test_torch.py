@@ -188,8 +188,8 @@ def test_trainer_api_is_refused_with_one_line(capsys):
 def check_profile(doc, partial=False):
     assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained, "confirm these with a snippet, then add the variant to known/torch.yaml or report them"
-    assert partial or not unused, "known/torch.yaml lists variants that no divergence needed"
+    assert not unexplained, "confirm these with a snippet, then add the variant to runners/torch/known.yaml or report them"
+    assert partial or not unused, "runners/torch/known.yaml lists variants that no divergence needed"
     assert not explained_undocumented(doc)
 
 

@@ -100,7 +100,7 @@ def test_run_names_carry_the_backend():
 
 def test_variant_scope_limits_it_to_its_modes_and_apis():
     def known(name, **scope):
-        return KnownVariant(variant=name, reason="why", link=None, snippet="docs/confirm/fw/s.py", **scope)
+        return KnownVariant(variant=name, reason="why", link=None, snippet="conformance/runners/fw/confirm/s.py", **scope)
     everywhere, graph, trainer = (known("adam-epsilon-hat"), known("bn-running-var-biased", modes=["graph"]),
                                   known("frozen-still-trained", apis=["trainer"]))
     names = lambda *axes: [v.variant for v in schema.profile([everywhere, graph, trainer], "1.0", *axes)]

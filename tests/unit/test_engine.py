@@ -27,7 +27,7 @@ def with_variants(*names):
 
 def known(name, link="https://example.org/doc", versions=""):
     return KnownVariant(variant=name, versions=versions, reason=f"why {name}", link=link,
-                        snippet="docs/confirm/fw/snippet.py")
+                        snippet="conformance/runners/fw/confirm/snippet.py")
 
 
 def test_oracle_conforms_to_every_case():

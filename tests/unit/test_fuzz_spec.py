@@ -77,7 +77,8 @@ def test_one_value_replaced_or_removed(tmp_path, path, value, remove):
 @settings.get_profile("spec")
 @given(values)
 def test_known_file_fuzz(tmp_path, value):
-    (tmp_path / "fw.yaml").write_text(yaml.safe_dump({"divergences": value}), encoding="utf-8")
+    (tmp_path / "fw").mkdir(exist_ok=True)
+    (tmp_path / "fw" / "known.yaml").write_text(yaml.safe_dump({"divergences": value}), encoding="utf-8")
     try:
         load_known("fw", tmp_path)
     except SpecError as exc:

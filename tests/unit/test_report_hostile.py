@@ -48,7 +48,7 @@ def assert_links_safe(page):
 def write_results(folder, framework, references=(), link="https://example.org/doc", claims=None):
     """Three spec cases and one the spec lacks (so its references come from the file), documented by link."""
     variant = results.VariantRecord(name="bn-running-var-biased", reason="why", link=link,
-                                    snippet=f"docs/confirm/{framework}/s.py")
+                                    snippet=f"conformance/runners/{framework}/confirm/s.py")
     extra = results.CaseRecord(id="x-extra", base_id="x-extra", topic="extra", title="t", references=list(references),
                                axes={}, source="s", verdict="divergence", reason="r", duration_s=0.0,
                                documented=results.Explanation(variants=[variant]))

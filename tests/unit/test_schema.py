@@ -136,17 +136,22 @@ def test_no_spec_files(tmp_path):
 ENTRY = "  - variant: {name}\n    versions: '{versions}'\n    reason: r\n    link: {link}\n    snippet: {snippet}\n"
 
 
+def known_path(tmp_path):
+    (tmp_path / "fw").mkdir(exist_ok=True)
+    return tmp_path / "fw" / "known.yaml"
+
+
 def known_file(tmp_path, *entries, **fields):
-    defaults = dict(name="bn-running-var-biased", versions="", link="https://e.org", snippet="docs/confirm/fw/s.py")
+    defaults = dict(name="bn-running-var-biased", versions="", link="https://e.org", snippet="conformance/runners/fw/confirm/s.py")
     body = "".join(ENTRY.format(**{**defaults, **fields, **e}) for e in entries or [{}])
-    (tmp_path / "fw.yaml").write_text("variants:\n" + body)
+    known_path(tmp_path).write_text("variants:\n" + body)
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(name="no-such-variant"), r"fw.yaml:2: .*unknown variant 'no-such-variant'"),
-    (dict(link="not a url"), r"fw.yaml:5: .*URL"),
-    (dict(versions=">>2"), r"fw.yaml:3: .*invalid version specifier"),
-    (dict(snippet="/etc/passwd"), r"fw.yaml:6: .*snippet"),
+    (dict(name="no-such-variant"), r"fw/known.yaml:2: .*unknown variant 'no-such-variant'"),
+    (dict(link="not a url"), r"fw/known.yaml:5: .*URL"),
+    (dict(versions=">>2"), r"fw/known.yaml:3: .*invalid version specifier"),
+    (dict(snippet="/etc/passwd"), r"fw/known.yaml:6: .*snippet"),
 ])
 def test_known_file_errors_name_file_and_line(tmp_path, fields, message):
     known_file(tmp_path, **fields)
@@ -155,8 +160,8 @@ def test_known_file_errors_name_file_and_line(tmp_path, fields, message):
 
 
 def test_known_file_has_no_patterns_and_lists_a_variant_once(tmp_path):
-    (tmp_path / "fw.yaml").write_text("variants:\n  - {variant: bn-running-var-biased, case: '*', reason: r, "
-                                      "link: null, snippet: docs/confirm/fw/s.py}\n")
+    known_path(tmp_path).write_text("variants:\n  - {variant: bn-running-var-biased, case: '*', reason: r, "
+                                      "link: null, snippet: conformance/runners/fw/confirm/s.py}\n")
     with pytest.raises(SpecError, match="unknown key 'variants.0.case'"):
         load_known("fw", tmp_path)
     known_file(tmp_path, {}, {})
@@ -181,7 +186,7 @@ def test_shipped_known_files_are_valid_and_their_snippets_exist():
         assert variants, framework
         for v in variants:
             assert (root / v.snippet).is_file(), (framework, v.snippet)
-            assert v.snippet.startswith(f"docs/confirm/{framework}/")
+            assert v.snippet.startswith(f"conformance/runners/{framework}/confirm/")
 
 
 def test_shipped_spec_is_valid_and_complete():

@@ -74,8 +74,8 @@ KERAS2 = keras.__version__.startswith("2.")
 
 import numpy as np  # noqa: E402
 
-from .base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
-from ..schema import Model, Optimizer, param_names  # noqa: E402
+from ..base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
+from ...schema import Model, Optimizer, param_names  # noqa: E402
 
 LINEAR_ROLES = {"weight": "kernel", "bias": "bias"}
 BATCHNORM_ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",

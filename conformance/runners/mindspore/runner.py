@@ -54,8 +54,8 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from .base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
-from ..schema import Model, Optimizer, param_names
+from ..base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
+from ...schema import Model, Optimizer, param_names
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean", "running_var": "moving_variance"}

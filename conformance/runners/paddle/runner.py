@@ -28,8 +28,8 @@ with warnings.catch_warnings():  # paddle warns at import about ccache; not ours
 # BatchNorm warns on every train-mode forward that it tracks running statistics: noise, not a finding
 warnings.filterwarnings("ignore", message="When training, we now always track global mean and variance")
 
-from .base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
-from ..schema import Model, Optimizer, param_names
+from ..base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
+from ...schema import Model, Optimizer, param_names
 
 ROLES = {"weight": "weight", "bias": "bias", "running_mean": "_mean", "running_var": "_variance"}
 

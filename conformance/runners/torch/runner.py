@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .base import Runner, Unavailable, build_layers, frozen_params, hold
-from ..schema import Model, Optimizer, param_names
+from ..base import Runner, Unavailable, build_layers, frozen_params, hold
+from ...schema import Model, Optimizer, param_names
 
 
 class TorchRunner(Runner):
