@@ -26,7 +26,7 @@ from .runners import FrameworkMissing, Unavailable, load_adapter
 from .runners.base import Runner, Unsupported
 from .scenario import BadObservation, Observation, checked, observe, trainer_refusal
 from .schema import Case, Instance, KnownVariant
-from .verdict import evaluate, failure_summary, probes, unexplained
+from .verdict import evaluate, failure_summary, observed, probes, unexplained
 
 DEFAULT_TIMEOUT = 30.0  # seconds per case; a case's `timeout` or --timeout overrides it
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
@@ -129,8 +129,12 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
     except BadObservation as exc:
         return CaseRecord(**record, verdict="error", reason=f"bad observation: {exc}")
     checks = evaluate(instance, observation, reference)
-    if not observation.grads_observed:
-        record["unobserved"] = [f"{label} @ step {step}" for label, _, step, kind, _ in probes(instance) if kind == "grad"]
+    record["unobserved"] = [label if step is None else f"{label} @ step {step}"
+                            for label, _, step, kind, _ in probes(instance) if not observed(kind, observation)]
+    if not checks:  # nothing was compared: calling it conform would report a skipped case as passing
+        why = f"this run cannot observe any of its checks ({'; '.join(record['unobserved'])})" \
+            if record["unobserved"] else "no check of the case applies to this instance"
+        return CaseRecord(**record, verdict="unsupported", reason=why)
     held = all(c.held for c in checks)
     checks_kept = [CheckRecord(**vars(c)) for c in checks]
     if held:  # the profile must not predict a divergence that did not happen

@@ -99,6 +99,7 @@ class ReferenceRunner(Runner):
         self.unregistered = set(model.contained) if plain else set()
         self.compiled_modes = {}  # step path -> the mode its gradient function was first called in
         self.compiled_paths = set()  # paths run before: compiled-first-call-sets-grads
+        self.decayed_ = set()  # parameters an update applied weight decay to
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -254,6 +255,8 @@ class ReferenceRunner(Runner):
         for name in live:
             p = self.values_[name]
             coupled, decoupled = self._decay(name)
+            if coupled or decoupled:
+                self.decayed_.add(name)
             g = self.grads_[name] * scale + coupled * p  # L2 is part of the gradient, taken before decay
             p = p * (1 - opt.lr * decoupled)
             st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
@@ -275,3 +278,6 @@ class ReferenceRunner(Runner):
 
     def values(self):
         return {k: v.copy() for k, v in self.values_.items()}
+
+    def decayed(self):
+        return {k: k in self.decayed_ for k in self.values_}

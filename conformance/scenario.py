@@ -28,6 +28,7 @@ class Observation:
     initial: dict[str, np.ndarray]
     steps: list[StepObservation] = field(default_factory=list)
     grads_observed: bool = True  # a framework's trainer keeps its gradients to itself
+    decayed: dict[str, bool] | None = None  # per parameter: does the update program decay it (None: no program)
 
     def before(self, step: int) -> dict[str, np.ndarray]:
         return self.initial if step == 0 else self.steps[step - 1].values
@@ -108,6 +109,7 @@ def observe(runner: Runner, case: Case) -> Observation:
             if step.update:
                 runner.update()
         obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values()))
+    obs.decayed = runner.decayed()
     return obs
 
 
@@ -163,6 +165,8 @@ def checked(obs, case: Case, like: Observation) -> Observation:
                         optimizer_params=list(params),
                         initial=_dict_of(getattr(obs, "initial", None), names, "initial values", array),
                         grads_observed=flag(getattr(obs, "grads_observed", None), "grads_observed", None))
+    decayed = getattr(obs, "decayed", None)
+    clean.decayed = None if decayed is None else _dict_of(decayed, names, "decayed", flag)
     steps, expected = getattr(obs, "steps", None), len(schedule(case))
     if type(steps) is not list:
         raise BadObservation(f"steps is {type(steps).__name__}, not a list")

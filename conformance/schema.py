@@ -268,6 +268,8 @@ class Expect(_Strict):
     loss: Literal["reference"] | None = None
     in_optimizer: dict[str, int] = {}  # how many times the optimizer holds each parameter
     trainable: dict[str, bool] = {}
+    # does the update program apply weight decay to the parameter (read where a run builds one)
+    decayed: dict[str, bool] = {}
     when: dict[str, Union[str, list[str]]] = {}
 
     @model_validator(mode="after")
@@ -334,7 +336,7 @@ class Case(_Strict):
         named = [*self.optimizer.regularizers]
         named += self.optimizer.params if isinstance(self.optimizer.params, list) else []
         for e in self.expect:
-            named += [*e.grad, *e.value, *e.in_optimizer, *e.trainable]
+            named += [*e.grad, *e.value, *e.in_optimizer, *e.trainable, *e.decayed]
             for axis in e.when:
                 if axis not in self.matrix and not (axis == "variant" and self.variants):
                     raise ValueError(f"'when' names {axis!r}, which is not an axis of this case")

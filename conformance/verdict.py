@@ -93,6 +93,14 @@ def probes(instance: Instance):
             yield f"optimizer holds {name}", count, None, "in_optimizer", name
         for name, want in exp.trainable.items():
             yield f"trainable {name}", want, None, "trainable", name
+        for name, want in exp.decayed.items():
+            yield f"decayed {name}", want, None, "decayed", name
+
+
+def observed(kind: str, obs: Observation) -> bool:
+    """Whether the run could observe a check of this kind (a trainer hides gradients; only a run
+    that builds an update program shows which parameters it decays)."""
+    return obs.grads_observed if kind == "grad" else obs.decayed is not None if kind == "decayed" else True
 
 
 def _check(instance: Instance, obs: Observation, other: Observation, against_spec: bool) -> list[Check]:
@@ -102,10 +110,11 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
     values within tolerance, the same optimizer count and trainable flag."""
     checks, n, tol = [], len(obs.steps), instance.case.tolerance
     for label, want, spec_step, kind, name in probes(instance):
-        if kind == "grad" and not obs.grads_observed:
+        if not observed(kind, obs):
             continue  # the record lists it as not observed
-        if kind in ("in_optimizer", "trainable"):
-            read = (lambda o: o.optimizer_params.count(name)) if kind == "in_optimizer" else (lambda o: o.trainable[name])
+        if kind in ("in_optimizer", "trainable", "decayed"):
+            read = {"in_optimizer": lambda o: o.optimizer_params.count(name),
+                    "trainable": lambda o: o.trainable[name], "decayed": lambda o: o.decayed[name]}[kind]
             got, expected = read(obs), want if against_spec else read(other)
             show = (lambda x: f"{x}x") if kind == "in_optimizer" else (lambda x: str(x).lower())
             checks.append(Check(label, show(expected), show(got), got == expected))

@@ -100,6 +100,13 @@ class Runner(ABC):
     def optimizer_params(self) -> list[str]:
         """Canonical names of what the optimizer holds, once per time it holds it."""
 
+    def decayed(self) -> dict[str, bool] | None:
+        """Read after the last step: for every canonical parameter, whether the update program the
+        framework built applies weight decay to it (a regularization op, or decay fused into the
+        update op). None where the run builds no program to read (eager code): the checks are then
+        listed as not observed."""
+        return None
+
 
 # ---------------------------------------------------------------- helpers shared by adapters
 def build_layers(model: Model, make) -> dict[str, object]:

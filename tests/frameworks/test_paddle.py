@@ -527,6 +527,19 @@ def test_static_program_has_no_update_ops_for_bn_statistics():
         "momentum(l2_decay 0.05)"}
 
 
+@pytest.mark.parametrize("optimizer, weight_decay, decayed", [
+    ("sgd", 0.05, True), ("adamw", 0.05, True), ("momentum", 0.05, True), ("momentum", 0.0, False)])
+def test_static_program_decay_is_observed_per_parameter(optimizer, weight_decay, decayed):
+    """The `decayed` observation is read from the program's ops: a regularization op (scale) or decay
+    fused into the update op; with no decay, no parameter is decayed, so the seed-4 check can fail."""
+    case = SPEC[f"seed-4-bn-stats-not-regularized[{optimizer},all]"].case
+    case = case.model_copy(update={"optimizer": case.optimizer.model_copy(update={"weight_decay": weight_decay})})
+    obs = observe(PaddleRunner("cpu", "graph", backend="static"), case)
+    assert obs.decayed == {"fc.weight": decayed, "bn.weight": decayed, "bn.bias": decayed, "out.weight": decayed,
+                           "out.bias": decayed, "bn.running_mean": False, "bn.running_var": False}
+    assert observe(PaddleRunner("cpu"), case).decayed is None  # dygraph code builds no program to read
+
+
 def test_seed_4_original_shape_static():
     """Paddle#9273 as a Paddle 3 static-graph program: fc + batch_norm + fc, Momentum with L2 decay
     through minimize(), one Executor run per batch. No update op reads the moving statistics, and

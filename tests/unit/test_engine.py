@@ -189,3 +189,53 @@ def test_check_records_show_expected_and_observed():
     assert any(c.check == "grad a.weight @ step 1" and c.expected == "none" and c.observed == "zero"
                for c in failed)
     assert record.reason.startswith("grad a.weight @ step 1")
+
+
+# ---------------------------------------------------------------- which parameters an update program decays
+class DecaysStatistics(ReferenceRunner):
+    """A program that regularizes the BatchNorm statistics (the Fluid report), read as an observation."""
+    def decayed(self):
+        return {**super().decayed(), "bn.running_mean": True}
+
+
+class NoProgram(ReferenceRunner):
+    """Eager code: no update program to read."""
+    def decayed(self):
+        return None
+
+
+SEED4 = next(i for i in SPEC if i.id == "seed-4-bn-stats-not-regularized[sgd,all]")
+
+
+def test_a_regularization_op_on_a_statistic_is_a_divergence():
+    record = run_instance(DecaysStatistics(), SEED4, [])
+    assert record.verdict == "divergence"
+    assert [c.check for c in record.checks if not c.held] == ["decayed bn.running_mean"]
+
+
+def test_without_a_program_the_decay_checks_are_listed_as_not_observed():
+    record = run_instance(NoProgram(), SEED4, [])
+    assert record.verdict == "conform"
+    assert record.unobserved == ["decayed bn.running_mean", "decayed bn.running_var", "decayed fc.weight",
+                                 "decayed bn.weight"]
+    assert not any(c.check.startswith("decayed") for c in record.checks)
+
+
+def test_an_instance_with_nothing_observable_is_unsupported_not_conform():
+    only_decay = [e for e in SEED4.case.expect if e.decayed]
+    instance = SEED4.model_copy(update={"case": SEED4.case.model_copy(update={"expect": only_decay})})
+    record = run_instance(NoProgram(), instance, [])
+    assert record.verdict == "unsupported" and record.reason.startswith("this run cannot observe any of its checks (decayed")
+    assert run_instance(ReferenceRunner(), instance, []).verdict == "conform"
+
+
+@pytest.mark.parametrize("decayed, message", [
+    ([], "decayed is list, not a dict"),
+    ({"fc.weight": 1}, "decayed lacks"),
+])
+def test_a_malformed_decay_observation_is_an_error(decayed, message):
+    class Lying(ReferenceRunner):
+        def decayed(self):
+            return decayed
+    record = run_instance(Lying(), SEED4, [])
+    assert record.verdict == "error" and message in record.reason

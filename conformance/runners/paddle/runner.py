@@ -285,6 +285,13 @@ class PaddleRunner(Runner):
             return dict(self.static_trainable)
         return {n: bool(t.trainable) for n, t in self.tensors.items()}
 
+    def decayed(self):
+        """The static program is the one run with an update program to read: the ops minimize()
+        appended for each parameter (see _update_ops). None for dygraph code."""
+        if not self.static:
+            return None
+        return {n: any(_decays(op) for op in self.static_ops.get(n, ())) for n in param_names(self.model)}
+
     # ------------------------------------------------------------ backend "static": Program + Executor
     # Parameters are named after the canonical names (ParamAttr(name=...), BatchNorm's name_mean /
     # name_variance), so every program of a case shares them in the case's Scope, as Fluid programs
@@ -431,6 +438,16 @@ class PaddleRunner(Runner):
 
 
 
+UPDATE_OPS = ("sgd", "momentum", "adam", "adamw")
+
+
+def _decays(label: str) -> bool:
+    """Whether an op _update_ops lists applies weight decay: a regularization op (any op but the
+    update itself reading the parameter) or an update op with decay fused in (a "(...)" suffix)."""
+    op = label.split("(")[0].split(".")[-1].rstrip("_")
+    return op not in UPDATE_OPS or "(" in label
+
+
 def _update_ops(program, names) -> dict[str, set[str]]:
     """Per canonical parameter, the ops minimize() appended after the backward pass that read it:
     the update op (sgd_, momentum_, adam_, adamw_) and any regularization op (scale, ...), with the
@@ -450,8 +467,10 @@ def _update_ops(program, names) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for name, attrs, reads in ops[last_grad + 1:]:
         label = name
-        if attrs.get("regularization_method"):
-            label += f"({attrs['regularization_method']} {attrs.get('regularization_coeff', 0):.3g})"
+        if attrs.get("regularization_method") and attrs.get("regularization_coeff"):
+            label += f"({attrs['regularization_method']} {attrs['regularization_coeff']:.3g})"
+        if attrs.get("with_decay") and attrs.get("coeff"):  # adamw's decoupled decay
+            label += f"(decoupled {attrs['coeff']:.3g})"
         for var in reads:
             if var in names:
                 found.setdefault(names[var], set()).add(label)

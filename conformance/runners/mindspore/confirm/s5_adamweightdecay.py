@@ -1,7 +1,6 @@
 """nn.AdamWeightDecay (MindSpore's AdamW) has no bias correction and decays lr-scaled:
 w -= lr * (m / (sqrt(v) + eps) + wd * w). Its first step is ~lr*(1-b1)/sqrt(1-b2) x the torch one."""
 import numpy as np
-import mindspore as ms
 from mindspore import nn, Parameter, Tensor
 
 lr, b1, b2, eps, wd = 0.05, 0.9, 0.999, 1e-8, 0.1

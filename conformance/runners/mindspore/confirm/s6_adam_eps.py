@@ -2,8 +2,7 @@
 learning rate, so its step differs from torch/textbook Adam (eps added to sqrt(v_hat)) when a
 gradient element is small. One step, one parameter, float32."""
 import numpy as np
-import mindspore as ms
-from mindspore import nn, ops, Parameter, Tensor
+from mindspore import nn, Parameter, Tensor
 
 lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
 g = np.array([1e-3, 1e-5, 1e-7, 1.0], np.float32)
