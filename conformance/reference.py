@@ -8,8 +8,16 @@ observation with what this module computes for the same scenario. Its stance, st
 - clearing to zeros zero-fills existing gradients (it creates none);
 - weight_decay is L2 added to the gradient for sgd/momentum/adam, decoupled for adamw;
 - per-parameter regularizers replace the optimizer's coefficient for that parameter;
-- global-norm clipping spans the optimizer's parameters that have a gradient;
+- global-norm clipping spans the optimizer's parameters that have a gradient (less `no_clip`);
+  per-variable clipping (`clip_norm`) clips each of them alone; clipping acts on the gradient
+  before L2 decay is added to it;
+- `no_decay` parameters get neither coupled nor decoupled decay;
 - BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased;
+- LayerNorm normalises each sample over its features (biased variance) and has no running stats;
+- freezing stops a parameter's gradient only: a frozen BatchNorm in a train step still
+  normalises with the batch and updates its statistics; unfreezing resumes its gradient;
+- a learning-rate change applies from the next update on, to decoupled decay too (lr * wd);
+- a setting left to "default" takes torch's constructor default (REFERENCE_DEFAULTS);
 - every layer is registered and reached by train/eval, whatever container holds it.
 
 `ReferenceRunner(variants=...)` runs the same scenario with named variants of these semantics
@@ -21,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .runners.base import Runner
-from .schema import ClearMode, Model, Optimizer
+from .schema import FEATURES, OPTIMIZER_FIELDS, ClearMode, Model, Optimizer, defaults_of
 from .variants import VARIANTS
 
 
@@ -69,12 +77,62 @@ def batchnorm_running(mean, var, batch, momentum, biased=False):
             (1 - momentum) * var + momentum * batch.var(0) * (1 if biased else n / (n - 1)))
 
 
+def layernorm(y, weight, bias, eps):
+    """LayerNorm over the last axis; returns the output and what the backward pass needs."""
+    mean, var = y.mean(-1, keepdims=True), y.var(-1, keepdims=True)
+    inv_std = 1.0 / np.sqrt(var + eps)
+    xhat = (y - mean) * inv_std
+    return xhat * weight + bias, (xhat, inv_std)
+
+
+def normalise_backward(dxhat, xhat, inv_std, axis):
+    """Gradient through (x - mean) / sqrt(var + eps), statistics taken over `axis` (biased variance)."""
+    n = xhat.shape[axis]
+    return inv_std / n * (n * dxhat - dxhat.sum(axis, keepdims=True) - xhat * (dxhat * xhat).sum(axis, keepdims=True))
+
+
+# ---------------------------------------------------------------- defaults ("default" in the spec)
+# torch's constructors: torch.optim.SGD/Adam/AdamW, nn.BatchNorm1d, nn.LayerNorm. The "momentum"
+# optimizer is torch's SGD, whose momentum defaults to 0.
+REFERENCE_DEFAULTS = {
+    "sgd": {"lr": 1e-3, "weight_decay": 0.0},
+    "momentum": {"lr": 1e-3, "weight_decay": 0.0, "momentum": 0.0},
+    "adam": {"lr": 1e-3, "weight_decay": 0.0, "betas": (0.9, 0.999), "eps": 1e-8},
+    "adamw": {"lr": 1e-3, "weight_decay": 1e-2, "betas": (0.9, 0.999), "eps": 1e-8},
+    "batchnorm": {"momentum": 0.1, "eps": 1e-5},
+    "layernorm": {"eps": 1e-5},
+}
+# The default-value variants (conformance/variants.py): (optimizer name or layer kind, field) -> value
+VARIANT_DEFAULTS = {
+    "bn-default-momentum-0.99": {("batchnorm", "momentum"): 0.01},
+    "norm-default-eps-1e-3": {("batchnorm", "eps"): 1e-3, ("layernorm", "eps"): 1e-3},
+    "layernorm-default-eps-1e-7": {("layernorm", "eps"): 1e-7},
+    "adam-default-eps-1e-7": {("adam", "eps"): 1e-7, ("adamw", "eps"): 1e-7},
+    "adamw-default-decay-0": {("adamw", "weight_decay"): 0.0},
+    "adamw-default-decay-0.004": {("adamw", "weight_decay"): 0.004},
+}
+
+
+def resolve_defaults(model: Model, optimizer: Optimizer, variants=()) -> tuple[Model, Optimizer]:
+    """The model and optimizer with every "default" replaced by the value the oracle uses."""
+    table = {(kind, f): v for kind, fields in REFERENCE_DEFAULTS.items() for f, v in fields.items()}
+    for name in variants:
+        table.update(VARIANT_DEFAULTS.get(name, {}))
+    opt = optimizer.model_copy(update={f: table[optimizer.name, f] for f in OPTIMIZER_FIELDS[optimizer.name]
+                                       if getattr(optimizer, f) == "default"})
+    layers = {name: layer.model_copy(update={f: table[layer.kind, f] for f in ("momentum", "eps")
+                                             if getattr(layer, f) == "default" and (layer.kind, f) in table})
+              for name, layer in model.layers.items()}
+    return model.model_copy(update={"layers": layers}), opt
+
+
 # ---------------------------------------------------------------- scenario oracle
 PLAIN_CONTAINERS = ("plain_list", "plain_dict", "plain_tuple")
 
 
 class ReferenceRunner(Runner):
     framework = "reference"
+    features = frozenset(FEATURES)
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend=None, variants=()):
         super().__init__(device, mode, api, backend)
@@ -88,13 +146,15 @@ class ReferenceRunner(Runner):
         return np.__version__
 
     def build(self, model: Model, values):
-        self.model = model
+        self.given_model = model
+        self.model, _ = resolve_defaults(model, Optimizer(name="sgd"), self.variants)
         self.values_ = {k: np.asarray(v, dtype=np.float64).copy() for k, v in values.items()}
         self.grads_ = {k: None for k in self.values_}
         frozen = set()
         for name in model.frozen:
             frozen |= {n for n in self.values_ if n == name or n.startswith(name + ".")}
         self.frozen = frozen
+        self.frozen_layers = {name for name in model.frozen if name in model.layers}  # the layer-level switch
         plain = model.container in PLAIN_CONTAINERS
         self.unregistered = set(model.contained) if plain else set()
         self.compiled_modes = {}  # step path -> the mode its gradient function was first called in
@@ -112,6 +172,8 @@ class ReferenceRunner(Runner):
         return {k: k not in self.frozen and k.split(".")[1] in ("weight", "bias") for k in self.values_}
 
     def make_optimizer(self, optimizer: Optimizer):
+        self.given_opt = optimizer
+        _, optimizer = resolve_defaults(self.given_model, optimizer, self.variants)
         self.opt = optimizer
         if optimizer.params == "default":
             roles = ("weight", "bias", "running_mean", "running_var") if "bn-stats-in-parameters" in self.variants \
@@ -128,8 +190,29 @@ class ReferenceRunner(Runner):
     def optimizer_params(self):
         return list(self.opt_params)
 
+    def defaults(self):
+        model, opt = resolve_defaults(self.given_model, self.given_opt, self.variants)
+        out = {}
+        for name in defaults_of(self.given_model, self.given_opt):
+            owner, field = name.split(".")
+            value = getattr(opt if owner == "optimizer" else model.layers[owner], field)
+            out[name] = list(value) if field == "betas" else value
+        return out
+
+    def set_trainable(self, names, trainable):
+        for name in names:
+            params = {n for n in self.values_ if n == name or n.startswith(name + ".")}
+            self.frozen = self.frozen - params if trainable else self.frozen | params
+            if name in self.model.layers:
+                self.frozen_layers = self.frozen_layers - {name} if trainable else self.frozen_layers | {name}
+
+    def set_lr(self, lr):
+        self.opt = self.opt.model_copy(update={"lr": lr})
+
     def _train_mode(self, layer: str, train: bool) -> bool:
         """The mode a layer runs in: the loop's, unless the mode switch cannot reach it."""
+        if "frozen-bn-runs-inference" in self.variants and layer in self.frozen_layers:
+            return False
         if layer in self.unregistered:
             if "plain-contained-layers-stay-train" in self.variants:
                 return True
@@ -148,6 +231,10 @@ class ReferenceRunner(Runner):
                 y = y @ self.values_[self._param(layer, "weight")]
                 if spec.bias:
                     y = y + self.values_[self._param(layer, "bias")]
+            elif spec.layernorm:
+                y, saved = layernorm(y, self.values_[self._param(layer, "weight")],
+                                     self.values_[self._param(layer, "bias")], spec.eps)
+                tape.append((layer, "layernorm", saved))
             else:
                 rm, rv = self._param(layer, "running_mean"), self._param(layer, "running_var")
                 layer_train = self._train_mode(layer, train)
@@ -210,11 +297,9 @@ class ReferenceRunner(Runner):
                 self._accumulate(self._param(layer, "weight"), (dy * xhat).sum(0))
                 self._accumulate(self._param(layer, "bias"), dy.sum(0))
                 dxhat = dy * gamma
-                if kind == "bn_eval":
-                    dy = dxhat * inv_std
-                else:
-                    n = dy.shape[0]
-                    dy = inv_std / n * (n * dxhat - dxhat.sum(0) - xhat * (dxhat * xhat).sum(0))
+                # batch statistics in train mode (axis 0), the sample's own in LayerNorm (axis -1)
+                dy = dxhat * inv_std if kind == "bn_eval" else \
+                    normalise_backward(dxhat, xhat, inv_std, -1 if kind == "layernorm" else 0)
 
     clear_mode: ClearMode = "default"
     _set_once: set | None = None
@@ -229,9 +314,11 @@ class ReferenceRunner(Runner):
     def _decay(self, name: str) -> tuple[float, float]:
         """(coupled L2 coefficient added to the gradient, decoupled coefficient) for one parameter."""
         opt, v = self.opt, self.variants
+        if name in opt.no_decay:
+            return 0.0, 0.0
         decoupled = opt.name == "adamw" or "decoupled-decay-all-optimizers" in v
         wd = opt.weight_decay
-        if "no-decay-for-beta-gamma" in v and not opt.regularizers and self._is_batchnorm_affine(name):
+        if "no-decay-for-beta-gamma" in v and not opt.regularizers and self._is_norm_affine(name):
             wd = 0.0
         if name not in opt.regularizers:
             return (0.0, wd) if decoupled else (wd, 0.0)
@@ -240,16 +327,20 @@ class ReferenceRunner(Runner):
             return own, wd
         return (0.0, own) if decoupled else (own, 0.0)
 
-    def _is_batchnorm_affine(self, name: str) -> bool:
+    def _is_norm_affine(self, name: str) -> bool:
+        """BatchNorm's or LayerNorm's weight or bias (gamma, beta)."""
         layer, role = name.split(".")
-        return bool(self.model.layers[layer].batchnorm) and role in ("weight", "bias")
+        return bool(self.model.layers[layer].width) and role in ("weight", "bias")
 
     def update(self):
         opt, v = self.opt, self.variants
         live = [n for n in self.opt_params if self.grads_[n] is not None]
-        scale = 1.0
+        clipped = [n for n in live if n not in opt.no_clip]
+        scale = dict.fromkeys(live, 1.0)
         if opt.clip_global_norm is not None:
-            scale = clip_scale([self.grads_[n] for n in live], opt.clip_global_norm)
+            scale.update(dict.fromkeys(clipped, clip_scale([self.grads_[n] for n in clipped], opt.clip_global_norm)))
+        if opt.clip_norm is not None:
+            scale.update({n: clip_scale([self.grads_[n]], opt.clip_norm) for n in clipped})
         if live:
             self.iterations += 1
         for name in live:
@@ -257,7 +348,7 @@ class ReferenceRunner(Runner):
             coupled, decoupled = self._decay(name)
             if coupled or decoupled:
                 self.decayed_.add(name)
-            g = self.grads_[name] * scale + coupled * p  # L2 is part of the gradient, taken before decay
+            g = self.grads_[name] * scale[name] + coupled * p  # clipping acts before L2 joins the gradient
             p = p * (1 - opt.lr * decoupled)
             st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
             if opt.name == "sgd":

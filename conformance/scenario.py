@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .runners.base import Runner, Unsupported
-from .schema import Case, Model, Step, param_names
+from .schema import FEATURES, Case, Model, Step, defaults_of, features_of, param_names
 
 
 @dataclass
@@ -29,6 +29,7 @@ class Observation:
     steps: list[StepObservation] = field(default_factory=list)
     grads_observed: bool = True  # a framework's trainer keeps its gradients to itself
     decayed: dict[str, bool] | None = None  # per parameter: does the update program decay it (None: no program)
+    defaults: dict[str, object] = field(default_factory=dict)  # value used for each setting left to default
 
     def before(self, step: int) -> dict[str, np.ndarray]:
         return self.initial if step == 0 else self.steps[step - 1].values
@@ -41,7 +42,7 @@ def schedule(case: Case) -> list[Step]:
 
 def _width(model: Model, layer: str, side: int) -> int:
     spec = model.layers[model.layers[layer].tie or layer]
-    return spec.linear[side] if spec.linear else spec.batchnorm
+    return spec.linear[side] if spec.linear else spec.width
 
 
 def initial_values(case: Case) -> dict[str, np.ndarray]:
@@ -89,15 +90,24 @@ def trainer_refusal(case: Case) -> str | None:
 
 
 def observe(runner: Runner, case: Case) -> Observation:
+    lacking = [f for f in features_of(case) if f not in runner.features]
+    if lacking:
+        raise Unsupported(f"the {runner.framework} adapter does not express {FEATURES[lacking[0]]}")
     runner.build(case.model, initial_values(case))
     runner.make_optimizer(case.optimizer)
     trainer = runner.api == "trainer"
     if trainer and (why := trainer_refusal(case)):
         raise Unsupported(why)
     obs = Observation(trainable=runner.trainable(), optimizer_params=runner.optimizer_params(),
-                      initial=runner.values(), grads_observed=not trainer)
+                      initial=runner.values(), grads_observed=not trainer,
+                      defaults=runner.defaults() if defaults_of(case.model, case.optimizer) else {})
     for index, step in enumerate(schedule(case)):
         x, t = batch(case, index if step.batch is None else step.batch, step.path)
+        if step.freeze or step.unfreeze:
+            runner.set_trainable(step.freeze, False)
+            runner.set_trainable(step.unfreeze, True)
+        if step.lr is not None:
+            runner.set_lr(step.lr)
         if trainer and step.update:  # the trainer keeps its gradients to itself
             loss = runner.train_step(step.path, x, t, train=step.train)
             grads = dict.fromkeys(obs.initial)
@@ -167,6 +177,16 @@ def checked(obs, case: Case, like: Observation) -> Observation:
                         grads_observed=flag(getattr(obs, "grads_observed", None), "grads_observed", None))
     decayed = getattr(obs, "decayed", None)
     clean.decayed = None if decayed is None else _dict_of(decayed, names, "decayed", flag)
+
+    def setting(v, what, name):  # a real number, or a pair for Adam's betas
+        items = list(v) if name.endswith(".betas") and type(v) in (list, tuple) and len(v) == 2 else [v]
+        for x in items:
+            if type(x) is bool or not isinstance(x, (int, float, np.integer, np.floating)) or not np.isfinite(x):
+                raise BadObservation(f"{what} is {x!r}, not a finite real number" + (" pair" if name.endswith(".betas") else ""))
+        return [float(x) for x in items] if name.endswith(".betas") else float(v)
+
+    clean.defaults = _dict_of(getattr(obs, "defaults", None), defaults_of(case.model, case.optimizer),
+                              "defaults", setting)
     steps, expected = getattr(obs, "steps", None), len(schedule(case))
     if type(steps) is not list:
         raise BadObservation(f"steps is {type(steps).__name__}, not a list")

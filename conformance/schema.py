@@ -24,8 +24,8 @@ SPEC_DIR = PACKAGE_DIR / "spec"
 # one room per framework: runners/<framework>/ holds its adapter, known.yaml and confirm/ snippets
 RUNNERS_DIR = PACKAGE_DIR / "runners"
 
-TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm",
-          "registration", "clipping", "accumulation")
+TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm", "layernorm",
+          "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
 # Matrix axes and the case field each one sets.
 AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
         "params": ("optimizer", "params"), "container": ("model", "container")}
@@ -164,7 +164,9 @@ def _line_of(data, loc) -> int:
 
 
 def _describe(err: dict) -> str:
-    loc = ".".join(str(part) for part in err["loc"] if not str(part).startswith(("function-", "literal[")))
+    # parts that name a union member or a validator, not a key
+    loc = ".".join(str(part) for part in err["loc"]
+                   if not str(part).startswith(("function-", "literal[", "constrained-", "tuple[")))
     if err["type"] == "extra_forbidden":
         return f"unknown key {loc!r}"
     if err["type"] == "missing":
@@ -192,31 +194,42 @@ Width = Annotated[int, Field(ge=1, le=1024)]  # cases are tiny models; bounds ke
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 DecayRate = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]  # momentum, Adam's betas
+# "default": the framework's constructor decides (the adapter leaves the argument out); the oracle
+# uses the reference's default (REFERENCE_DEFAULTS in reference.py: torch's constructors)
+Default = Literal["default"]
 
 
 class Layer(_Strict):
-    """Exactly one of: linear [in, out], batchnorm features, tie (alias of another layer)."""
+    """Exactly one of: linear [in, out], batchnorm features, layernorm features (over the last axis,
+    with weight and bias), tie (alias of another layer)."""
     linear: tuple[Width, Width] | None = None
     batchnorm: Width | None = None
+    layernorm: Width | None = None
     tie: str | None = None
     bias: bool = True
-    momentum: float = Field(0.1, ge=0, le=1, allow_inf_nan=False)  # BatchNorm: weight of the new batch
-    eps: Positive = 1e-5
+    # BatchNorm: weight of the new batch in the running statistics
+    momentum: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | Default = 0.1
+    eps: Positive | Default = 1e-5  # BatchNorm, LayerNorm
 
     @model_validator(mode="after")
     def _one_kind(self):
-        if sum(x is not None for x in (self.linear, self.batchnorm, self.tie)) != 1:
-            raise ValueError("a layer needs exactly one of 'linear', 'batchnorm', 'tie'")
+        if sum(x is not None for x in (self.linear, self.batchnorm, self.layernorm, self.tie)) != 1:
+            raise ValueError("a layer needs exactly one of 'linear', 'batchnorm', 'layernorm', 'tie'")
         return self
 
     @property
     def kind(self) -> str:
-        return "linear" if self.linear else "batchnorm" if self.batchnorm else "tie"
+        return next(k for k in ("linear", "batchnorm", "layernorm", "tie") if getattr(self, k) is not None)
+
+    @property
+    def width(self) -> int:
+        """Features in and out of a normalisation layer."""
+        return self.batchnorm or self.layernorm
 
     def param_roles(self) -> tuple[str, ...]:
         if self.batchnorm:
             return BATCHNORM_PARAMS
-        return LINEAR_PARAMS if self.bias else ("weight",)
+        return LINEAR_PARAMS if self.bias or self.layernorm else ("weight",)
 
 
 Container = Literal["attributes", "framework_list", "plain_list", "framework_dict",
@@ -235,16 +248,27 @@ class Model(_Strict):
 
 class Optimizer(_Strict):
     name: Literal["sgd", "momentum", "adam", "adamw"]
-    lr: NonNegative = 0.1
-    weight_decay: NonNegative = 0.0  # coupled L2 for sgd/momentum/adam, decoupled for adamw
-    momentum: DecayRate = 0.9
-    betas: tuple[DecayRate, DecayRate] = (0.9, 0.999)
-    eps: Positive = 1e-8
+    lr: NonNegative | Default = 0.1
+    weight_decay: NonNegative | Default = 0.0  # coupled L2 for sgd/momentum/adam, decoupled for adamw
+    momentum: DecayRate | Default = 0.9
+    betas: tuple[DecayRate, DecayRate] | Default = (0.9, 0.999)
+    eps: Positive | Default = 1e-8
     # default: the framework's idiomatic parameter collection of the model;
     # all: every piece of model state, BatchNorm statistics included; or explicit names.
     params: Union[Literal["default", "all"], list[str]] = "default"
     regularizers: dict[str, NonNegative] = {}  # per-parameter decay coefficient, overrides weight_decay
+    no_decay: list[str] = []  # excluded from weight decay the framework's own way (groups, exclude lists)
     clip_global_norm: Positive | None = None
+    clip_norm: Positive | None = None  # each gradient clipped to this L2 norm on its own
+    no_clip: list[str] = []  # left out of clipping (and of the global norm): Paddle's need_clip=False
+
+    @model_validator(mode="after")
+    def _one_clipping(self):
+        if self.clip_global_norm is not None and self.clip_norm is not None:
+            raise ValueError("'clip_global_norm' and 'clip_norm' exclude each other")
+        if self.no_clip and self.clip_global_norm is None and self.clip_norm is None:
+            raise ValueError("'no_clip' needs 'clip_global_norm' or 'clip_norm'")
+        return self
 
 
 class Step(_Strict):
@@ -255,6 +279,11 @@ class Step(_Strict):
     update: bool = True
     train: bool = True
     repeat: int = Field(1, ge=1, le=1000)
+    # before this step, once the optimizer exists (a fine-tuning schedule): layers or parameters to
+    # mark not trainable / trainable again; a layer name uses the framework's layer-level switch
+    freeze: list[str] = []
+    unfreeze: list[str] = []
+    lr: NonNegative | None = None  # the learning rate from this step on (a schedule)
 
 
 GradCheck = Literal["none", "zero", "none_or_zero", "nonzero", "reference"]
@@ -330,10 +359,17 @@ class Case(_Strict):
         for name in [*self.model.contained, *self.model.detach_after] + [n for s in self.steps for n in s.path]:
             if name not in layers:
                 raise ValueError(f"unknown layer {name!r}")
-        for name in self.model.frozen:
-            if name not in layers and name not in params:
-                raise ValueError(f"unknown layer or parameter {name!r} in 'frozen'")
-        named = [*self.optimizer.regularizers]
+        for where, names in [("frozen", self.model.frozen), *[(f"steps.{i}.freeze", s.freeze) for i, s in enumerate(self.steps)],
+                             *[(f"steps.{i}.unfreeze", s.unfreeze) for i, s in enumerate(self.steps)]]:
+            for name in names:
+                if name not in layers and name not in params:
+                    raise ValueError(f"unknown layer or parameter {name!r} in '{where}'")
+        for name, layer in layers.items():
+            if layer.momentum == "default" and not layer.batchnorm:
+                raise ValueError(f"layer {name!r}: 'momentum' is a BatchNorm setting")
+            if layer.eps == "default" and not layer.width:
+                raise ValueError(f"layer {name!r}: 'eps' is a BatchNorm / LayerNorm setting")
+        named = [*self.optimizer.regularizers, *self.optimizer.no_decay, *self.optimizer.no_clip]
         named += self.optimizer.params if isinstance(self.optimizer.params, list) else []
         for e in self.expect:
             named += [*e.grad, *e.value, *e.in_optimizer, *e.trainable, *e.decayed]
@@ -351,6 +387,41 @@ class Case(_Strict):
                 if isinstance(step, int) and not -n_steps <= step < n_steps:
                     raise ValueError(f"step {step} out of range: the case has {n_steps} steps")
         return self
+
+
+# The optimizer fields each optimizer uses: only those can be left to a framework's default.
+OPTIMIZER_FIELDS = {"sgd": ("lr", "weight_decay"), "momentum": ("lr", "weight_decay", "momentum"),
+                    "adam": ("lr", "weight_decay", "betas", "eps"), "adamw": ("lr", "weight_decay", "betas", "eps")}
+
+
+def defaults_of(model: Model, optimizer: Optimizer) -> list[str]:
+    """The settings a case leaves to the framework ("default"), named `optimizer.<field>` or
+    `<layer>.<field>`: each one's value is observed and compared with the reference's default."""
+    out = [f"optimizer.{f}" for f in OPTIMIZER_FIELDS[optimizer.name] if getattr(optimizer, f) == "default"]
+    return out + [f"{name}.{f}" for name, layer in model.layers.items() if not layer.tie
+                  for f in ("momentum", "eps") if getattr(layer, f) == "default"]
+
+
+# What a case may ask beyond the core loop; an adapter lists those it expresses (Runner.features),
+# and a case needing one it lacks is unsupported, never run with the setting silently dropped.
+FEATURES = {"defaults": "settings left to the framework's defaults",
+            "layernorm": "LayerNorm layers",
+            "freeze-steps": "freezing or unfreezing between steps",
+            "lr-schedule": "learning-rate changes between steps",
+            "no-decay": "excluding parameters from weight decay",
+            "clip-norm": "per-variable norm clipping",
+            "no-clip": "excluding parameters from clipping"}
+
+
+def features_of(case: Case) -> list[str]:
+    used = {"defaults": bool(defaults_of(case.model, case.optimizer)),
+            "layernorm": any(layer.layernorm for layer in case.model.layers.values()),
+            "freeze-steps": any(s.freeze or s.unfreeze for s in case.steps),
+            "lr-schedule": any(s.lr is not None for s in case.steps),
+            "no-decay": bool(case.optimizer.no_decay),
+            "clip-norm": case.optimizer.clip_norm is not None,
+            "no-clip": bool(case.optimizer.no_clip)}
+    return [f for f in FEATURES if used[f]]
 
 
 def param_names(model: Model) -> list[str]:

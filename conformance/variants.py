@@ -79,7 +79,7 @@ VARIANTS: dict[str, Variant] = {
         "a per-parameter regularizer replaces the optimizer's decay for that parameter"),
     "no-decay-for-beta-gamma": Variant(
         "without parameter groups, the optimizer's weight_decay skips parameters named beta or gamma "
-        "(BatchNorm's affine parameters)",
+        "(BatchNorm's and LayerNorm's affine parameters)",
         "weight_decay applies to every parameter the optimizer holds"),
     # ---- Adam numerics
     "adam-epsilon-hat": Variant(
@@ -93,4 +93,31 @@ VARIANTS: dict[str, Variant] = {
         "Adam's bias correction counts the optimizer's steps, not the parameter's: a parameter that "
         "skipped a step resumes with a larger t",
         "each parameter's bias correction counts the steps that updated it"),
+    # ---- freezing
+    "frozen-bn-runs-inference": Variant(
+        "a BatchNorm layer frozen with the layer-level switch runs in inference mode, in train steps too: "
+        "its running statistics stay put, it normalises with them, and the gradient upstream is the "
+        "inference one",
+        "freezing a BatchNorm stops its parameters' gradients only: in a train step it still normalises "
+        "with the batch and updates its running statistics"),
+    # ---- constructor defaults (settings a case leaves to the framework; the reference's are torch's)
+    "bn-default-momentum-0.99": Variant(
+        "a BatchNorm built without momentum keeps 0.99 of its running statistics per batch (the new "
+        "batch weighs 0.01)",
+        "a default BatchNorm weighs the new batch 0.1 (torch momentum=0.1, 0.9 in the old-statistic convention)"),
+    "norm-default-eps-1e-3": Variant(
+        "BatchNorm and LayerNorm built without epsilon add 1e-3 to the variance",
+        "the default epsilon of BatchNorm and LayerNorm is 1e-5"),
+    "layernorm-default-eps-1e-7": Variant(
+        "a LayerNorm built without epsilon adds 1e-7 to the variance",
+        "the default epsilon of LayerNorm is 1e-5"),
+    "adam-default-eps-1e-7": Variant(
+        "Adam and AdamW built without epsilon use 1e-7",
+        "the default epsilon of Adam and AdamW is 1e-8"),
+    "adamw-default-decay-0": Variant(
+        "AdamW built without weight_decay does not decay",
+        "AdamW's default weight_decay is 0.01"),
+    "adamw-default-decay-0.004": Variant(
+        "AdamW built without weight_decay decays by 0.004 (lr-scaled, as its explicit decay)",
+        "AdamW's default weight_decay is 0.01"),
 }

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .scenario import Observation
-from .schema import Instance
+from .schema import Instance, defaults_of
 
 VERDICTS = ("conform", "divergence", "error", "unsupported")
 
@@ -95,6 +95,8 @@ def probes(instance: Instance):
             yield f"trainable {name}", want, None, "trainable", name
         for name, want in exp.decayed.items():
             yield f"decayed {name}", want, None, "decayed", name
+    for name in defaults_of(instance.case.model, instance.case.optimizer):  # a default is always checked
+        yield f"default {name}", "reference", None, "default", name
 
 
 def observed(kind: str, obs: Observation) -> bool:
@@ -112,6 +114,12 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
     for label, want, spec_step, kind, name in probes(instance):
         if not observed(kind, obs):
             continue  # the record lists it as not observed
+        if kind == "default":
+            got, expected = obs.defaults[name], other.defaults[name]
+            same = bool(np.allclose(got, expected, rtol=1e-5, atol=0))
+            checks.append(Check(label, f"{expected:g}" if np.isscalar(expected) else str(expected),
+                                f"{got:g}" if np.isscalar(got) else str(got), same))
+            continue
         if kind in ("in_optimizer", "trainable", "decayed"):
             read = {"in_optimizer": lambda o: o.optimizer_params.count(name),
                     "trainable": lambda o: o.trainable[name], "decayed": lambda o: o.decayed[name]}[kind]

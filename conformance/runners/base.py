@@ -36,6 +36,7 @@ class Runner(ABC):
     apis: tuple[str, ...] = ("loop",)    # ways of training it can drive
     no_trainer = ""                      # why "trainer" is not among apis, when the framework has none
     backends: tuple[str, ...] = ()       # what may compile the graph (--backend); the first is the default
+    features: frozenset[str] = frozenset()  # spec features beyond the core it expresses (schema.FEATURES)
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         if device not in self.devices:
@@ -99,6 +100,21 @@ class Runner(ABC):
     @abstractmethod
     def optimizer_params(self) -> list[str]:
         """Canonical names of what the optimizer holds, once per time it holds it."""
+
+    def defaults(self) -> dict[str, object]:
+        """Feature "defaults": for each setting the case left to the framework (schema.defaults_of),
+        the value its constructor chose, read from the built objects, in the spec's convention
+        (BatchNorm momentum = weight of the new batch; betas a pair)."""
+        raise Unsupported(f"the {self.framework} adapter does not read its defaults")
+
+    def set_trainable(self, names: list[str], trainable: bool) -> None:
+        """Feature "freeze-steps": mark layers (the framework's layer-level switch) or parameters
+        trainable or not, after the optimizer exists, as a fine-tuning schedule does."""
+        raise Unsupported(f"the {self.framework} adapter cannot freeze between steps")
+
+    def set_lr(self, lr: float) -> None:
+        """Feature "lr-schedule": the optimizer's learning rate from the next update on."""
+        raise Unsupported(f"the {self.framework} adapter cannot change the learning rate")
 
     def decayed(self) -> dict[str, bool] | None:
         """Read after the last step: for every canonical parameter, whether the update program the

@@ -50,6 +50,59 @@ class DecayEverything(ReferenceRunner):
         super().update()
 
 
+class IgnoresNoDecay(ReferenceRunner):
+    def make_optimizer(self, optimizer):
+        super().make_optimizer(optimizer.model_copy(update={"no_decay": []}))
+
+
+class ClipsAfterL2(ReferenceRunner):
+    """Adds L2 to the gradient, then clips the sum."""
+    def update(self):
+        coefficient = self.opt.weight_decay if self.opt.name != "adamw" else 0.0
+        for name in self.opt_params:
+            if self.grads_[name] is not None:
+                self.grads_[name] = self.grads_[name] + coefficient * self.values_[name]
+        saved, self.opt = self.opt, self.opt.model_copy(update={"weight_decay": 0.0 if self.opt.name != "adamw" else self.opt.weight_decay})
+        super().update()
+        self.opt = saved
+
+
+class GlobalForPerVariable(ReferenceRunner):
+    def make_optimizer(self, optimizer):
+        if optimizer.clip_norm is not None:
+            optimizer = optimizer.model_copy(update={"clip_norm": None, "clip_global_norm": optimizer.clip_norm})
+        super().make_optimizer(optimizer)
+
+
+class ClipsEverything(ReferenceRunner):
+    def make_optimizer(self, optimizer):
+        super().make_optimizer(optimizer.model_copy(update={"no_clip": []}))
+
+
+class LrIgnored(ReferenceRunner):
+    def set_lr(self, lr):
+        pass
+
+
+class FreezeIgnored(ReferenceRunner):
+    def set_trainable(self, names, trainable):
+        if trainable:
+            super().set_trainable(names, trainable)
+
+
+class UnfreezeIgnored(ReferenceRunner):
+    def set_trainable(self, names, trainable):
+        if not trainable:
+            super().set_trainable(names, trainable)
+
+
+class LayerNormWithoutAffineGrad(ReferenceRunner):
+    """Treats LayerNorm's output as not depending on its weight (a broken backward)."""
+    def _accumulate(self, name, g):
+        if not (self.model.layers[name.split(".")[0]].layernorm and name.endswith(".weight")):
+            super()._accumulate(name, g)
+
+
 class DetachIgnored(ReferenceRunner):
     def build(self, model, values):
         super().build(model.model_copy(update={"detach_after": []}), values)
@@ -65,6 +118,23 @@ class DetachIgnored(ReferenceRunner):
                        "seed-1-decay-moves-unused-layer[sgd]"]),
     (DetachIgnored, ["seed-3-stop-gradient-vs-frozen[sgd,stop_gradient]", "detach-blocks-upstream"]),
     (with_variants("compiled-grad-keeps-first-mode"), ["seed-4-bn-stats-not-regularized[sgd,default]"]),
+    (with_variants("frozen-bn-runs-inference"), ["frozen-bn-stats-move[layer]", "frozen-bn-normalises-with-batch[layer]",
+                                                 "frozen-bn-grad-upstream[layer]", "freeze-bn-mid-training"]),
+    (with_variants("bn-default-momentum-0.99"), ["default-bn-momentum"]),
+    (with_variants("norm-default-eps-1e-3"), ["default-bn-eps", "default-layernorm-eps"]),
+    (with_variants("layernorm-default-eps-1e-7"), ["default-layernorm-eps"]),
+    (with_variants("adam-default-eps-1e-7"), ["default-adam-eps[adam]", "default-adamw-step"]),
+    (with_variants("adamw-default-decay-0"), ["default-adamw-weight-decay", "default-adamw-step"]),
+    (with_variants("adamw-default-decay-0.004"), ["default-adamw-weight-decay"]),
+    (with_variants("no-decay-for-beta-gamma"), ["layernorm-affine-decayed[sgd]"]),
+    (IgnoresNoDecay, ["no-decay-biases[sgd]", "no-decay-norm-affine[adamw]", "no-decay-everything[adamw]"]),
+    (ClipsAfterL2, ["clip-before-l2[sgd]"]),
+    (GlobalForPerVariable, ["clip-per-variable[sgd]", "clip-excluded-param[per_variable]"]),
+    (ClipsEverything, ["clip-excluded-param[global]"]),
+    (LrIgnored, ["lr-change[sgd]", "decoupled-decay-scales-with-lr", "lr-zero-keeps-values-not-state[momentum]"]),
+    (FreezeIgnored, ["freeze-after-optimizer[sgd,default]", "refreeze-keeps-state[momentum]"]),
+    (UnfreezeIgnored, ["unfreeze-resumes[sgd,default]"]),
+    (LayerNormWithoutAffineGrad, ["layernorm-grads", "layernorm-training-numerics[sgd]"]),
 ])
 def test_mutant_semantics_are_caught(mutant, must_catch):
     results = verdicts(mutant)
