@@ -2,8 +2,8 @@
 adapter and its hand-written dygraph loop (eager / loop):
     loss = ((model(x) - t) ** 2).mean(); loss.backward(); opt.step(); opt.clear_grad()
 graph.py holds --mode graph (backend "to_static": the same loop around `paddle.jit.to_static(layer)`;
-backend "static": the static-graph Program run by an Executor); PaddleRunner dispatches to it.
-api "trainer": `paddle.Model(net).prepare(optimizer, loss)` and one `train_batch` per step (hapi).
+backend "static": the static-graph Program run by an Executor), trainer.py --api trainer (hapi's
+`paddle.Model`); PaddleRunner dispatches to them.
 
 "Default" clearing is plain `opt.clear_grad()`, whatever its default is in the installed version
 (Paddle 3: set_to_zero=True). Linear weights are stored (in, out), the canonical layout. The
@@ -24,9 +24,10 @@ with warnings.catch_warnings():  # paddle warns at import about ccache; not ours
 # BatchNorm warns on every train-mode forward that it tracks running statistics: noise, not a finding
 warnings.filterwarnings("ignore", message="When training, we now always track global mean and variance")
 
-from ..base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
+from ..base import Runner, Unavailable, build_layers, frozen_params, hold
 from ...schema import Model, Optimizer, param_names
 from .graph import StaticProgram, ToStatic
+from .trainer import HapiTrainer
 
 
 class _Net(paddle.nn.Layer):
@@ -37,7 +38,7 @@ class _Net(paddle.nn.Layer):
         return self.run_path(x)
 
 
-class PaddleRunner(ToStatic, StaticProgram, Runner):
+class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     framework = "paddle"
     devices = ("cpu", "cuda", "ascend")
     modes = ("eager", "graph")
@@ -109,7 +110,7 @@ class PaddleRunner(ToStatic, StaticProgram, Runner):
         for name in frozen_params(model):
             self.tensors[name].stop_gradient = True
         self.names = {id(t): n for n, t in self.tensors.items()}
-        self.hapi = None  # api trainer: hapi's Model, made at the case's first step
+        self.hapi = None  # trainer.py: hapi's Model, made at the case's first step
         if self.mode == "graph":
             self._start_to_static()
 
@@ -165,11 +166,7 @@ class PaddleRunner(ToStatic, StaticProgram, Runner):
         if self.static:
             return self._static_forward(path, x, target, train, backward)
         if self.api == "trainer":
-            # only a step without backward and update gets here; the trainer's own forward is eval_batch
-            if train:
-                raise Unsupported("hapi Model has no train-mode forward without backward (train_batch always updates)")
-            self._prepare_trainer(path)
-            return float(np.asarray(self.hapi.eval_batch([x], [target])[0]).item())
+            return self._trainer_forward(path, x, target, train)
         if train:
             self.net.train()  # reaches only registered sublayers, as in user code
         else:
@@ -193,23 +190,6 @@ class PaddleRunner(ToStatic, StaticProgram, Runner):
         if self.static:
             return self._static_update()
         self.opt.step()  # global-norm clipping, if any, is the optimizer's grad_clip
-
-    # ------------------------------------------------------------ api "trainer": hapi's Model
-    def _prepare_trainer(self, path):
-        if self.hapi is None:
-            self.hapi = paddle.Model(self.net)
-            self.hapi.prepare(optimizer=self.opt, loss=paddle.nn.MSELoss())  # mean((y - t) ** 2)
-        # the one network the trainer holds runs this step's path
-        self.net.run_path = functools.partial(self._run_path, path)
-
-    def train_step(self, path, x, target, train):
-        if not train:
-            raise Unsupported("hapi Model.train_batch always switches the network to train mode")
-        self._prepare_trainer(path)
-        # train_batch: network.train(), forward, loss.backward(), optimizer.minimize(loss),
-        # network.clear_gradients() (set_to_zero=True); it returns the loss of the forward pass
-        losses = self.hapi.train_batch([x], [target])
-        return float(np.asarray(losses[0]).item())
 
     # ------------------------------------------------------------ reading back
     def grads(self):
