@@ -1,0 +1,279 @@
+"""Graph mode of the paddle adapter (--mode graph), its two backends:
+
+"to_static" (ToStatic): the loop around `paddle.jit.to_static(layer)` (SOT, Paddle 3's default), one
+    small Layer per step path, the optimizer step in dygraph as the to_static docs show.
+"static" (StaticProgram): the static-graph program of the Fluid reports: `paddle.enable_static()`, a
+    Program of paddle.static.data + the same layers, `optimizer.minimize(loss)`, an Executor; and the
+    one observation only such a program gives, which parameters its update ops decay (`decayed`).
+
+Both are mixins of PaddleRunner (runner.py). ToStatic uses the runner's layers and model;
+StaticProgram its model, optimizer, static flag, roles, _make_layers and _new_optimizer.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+# runner.py has imported paddle quietly before it imports this module (the package imports
+# runner.py first), so this import loads nothing and prints nothing
+import paddle
+
+from ..base import Unsupported, frozen_params
+from ...schema import param_names
+
+
+class _Path(paddle.nn.Layer):
+    """What a user hands to paddle.jit.to_static: one step path, its layers in order."""
+
+    def __init__(self, layers, detach_after):
+        super().__init__()
+        self.steps = paddle.nn.LayerList(layers)
+        self.detach = [i for i, name in enumerate(detach_after) if name]
+
+    def forward(self, x):
+        for i, layer in enumerate(self.steps):
+            x = layer(x)
+            if i in self.detach:
+                x = x.detach()
+        return x
+
+
+def _compiled_node(name: str) -> bool:
+    """Whether a grad node is the compiled program's: Dy2StGradNode in Paddle 3; Paddle 2.6's
+    RunProgramGradNode does not override name() and reads GradNodeBase. A dygraph op's node has its
+    own name (MatmulGradNode, AddGradNode, BatchNormGradNode, ...)."""
+    return name in ("Dy2StGradNode", "GradNodeBase")
+
+
+class ToStatic:
+    """backend "to_static": the dygraph loop with each step path compiled by paddle.jit.to_static."""
+
+    def _start_to_static(self):
+        self.compiled = {}  # one compiled Layer per step path, within this case only
+        # SOT keys its translations by the code of _Path.forward, shared by every case; past
+        # MAX_CACHE_SIZE (20) translations it silently runs dygraph: start each case afresh
+        from paddle.jit.sot.opcode_translator.executor.executor_cache import OpcodeExecutorCache
+        OpcodeExecutorCache().clear()
+
+    def _compiled_path(self, path, x):
+        """to_static of the step's path. SOT (full_graph=False, Paddle 3's default) runs a graph of
+        fewer than MIN_GRAPH_SIZE (10) ops as plain dygraph without a word, and these paths are a few
+        ops: the guard lowers it to 0, and STRICT_MODE makes an unsupported frame raise instead of
+        falling back. Each output is then checked to come from the compiled program."""
+        from paddle.jit.sot.utils import min_graph_size_guard, strict_mode_guard
+        key = tuple(path)
+        if key not in self.compiled:
+            layer = _Path([self.layers[n] for n in path], [n in self.model.detach_after for n in path])
+            self.compiled[key] = paddle.jit.to_static(layer, full_graph=False)
+        with min_graph_size_guard(0), strict_mode_guard(True):
+            y = self.compiled[key](x)
+        node = y.grad_fn.name() if y.grad_fn is not None else None
+        if node is not None and not _compiled_node(node):
+            raise RuntimeError(f"to_static fell back to dygraph: the output's grad node is {node}, "
+                               f"not the compiled program's Dy2StGradNode")
+        return y
+
+
+@contextmanager
+def _static_mode():
+    """Static mode for the block only: the worker goes back to dygraph whatever happens, so one
+    process can run eager, to_static and static cases one after another."""
+    paddle.enable_static()
+    try:
+        yield
+    finally:
+        paddle.disable_static()
+
+
+UPDATE_OPS = ("sgd", "momentum", "adam", "adamw")
+
+
+def _decays(label: str) -> bool:
+    """Whether an op _update_ops lists applies weight decay: a regularization op (any op but the
+    update itself reading the parameter) or an update op with decay fused in (a "(...)" suffix)."""
+    op = label.split("(")[0].split(".")[-1].rstrip("_")
+    return op not in UPDATE_OPS or "(" in label
+
+
+def _update_ops(program, names) -> dict[str, set[str]]:
+    """Per canonical parameter, the ops minimize() appended after the backward pass that read it:
+    the update op (sgd_, momentum_, adam_, adamw_) and any regularization op (scale, ...), with the
+    regularization an update op fuses (momentum's regularization_method / coeff). Paddle 3 builds
+    PIR programs (op.name(), operands defined by builtin.parameter); 2.6 the legacy ProgramDesc
+    (op.type, input variable names)."""
+    def describe(op):
+        if callable(getattr(op, "name", None)):  # PIR
+            attrs = op.attrs()
+            reads = [o.source().get_defining_op() for o in op.operands()]
+            reads = [d.attrs().get("parameter_name") for d in reads if d is not None and d.name() == "builtin.parameter"]
+            return op.name(), attrs, reads
+        return op.type, {n: op.attr(n) for n in op.attr_names}, list(op.input_arg_names)
+
+    ops = [describe(op) for op in program.global_block().ops]
+    last_grad = max((i for i, (name, _, _) in enumerate(ops) if name.endswith("_grad")), default=len(ops))
+    found: dict[str, set[str]] = {}
+    for name, attrs, reads in ops[last_grad + 1:]:
+        label = name
+        if attrs.get("regularization_method") and attrs.get("regularization_coeff"):
+            label += f"({attrs['regularization_method']} {attrs['regularization_coeff']:.3g})"
+        if attrs.get("with_decay") and attrs.get("coeff"):  # adamw's decoupled decay
+            label += f"(decoupled {attrs['coeff']:.3g})"
+        for var in reads:
+            if var in names:
+                found.setdefault(names[var], set()).add(label)
+    return found
+
+
+class StaticProgram:
+    """backend "static": Program + Executor.
+
+    Parameters are named after the canonical names (ParamAttr(name=...), BatchNorm's name_mean /
+    name_variance), so every program of a case shares them in the case's Scope, as Fluid programs
+    share parameters by name. Each program is built under a fresh unique_name.guard(), so its
+    optimizer's accumulators (velocity, moments, beta pows, learning rate) get the same names in
+    every program: the optimizer state is shared too."""
+
+    def _var(self, name):
+        layer, role = name.split(".")
+        return f"{layer}.{role}" if role in ("weight", "bias") else f"{layer}{self.roles[role]}"
+
+    def _attrs(self, layer, role):
+        name = f"{layer}.{role}"
+        kw = {"name": name}
+        if name in frozen_params(self.model):
+            kw["trainable"] = False
+        coeff = self.optimizer.regularizers.get(name) if hasattr(self, "optimizer") else None
+        if coeff is not None:
+            kw["regularizer"] = paddle.regularizer.L2Decay(coeff)
+        return paddle.ParamAttr(**kw)
+
+    def _static_build(self, model, values):
+        self.scope = paddle.static.Scope()
+        self.place = paddle.framework._current_expected_place()
+        self.programs = {}
+        self.definition = None  # (trainable, what the optimizer holds), read from a Program of the model
+        self.static_grads = {}
+        self.pending_update = False
+        self.grads_live = False
+        self.static_ops = {}  # parameter -> update / regularization ops of the programs that ran
+        self.values0 = {n: np.asarray(v, dtype=np.float32) for n, v in values.items()}
+
+    def _static_definition(self):
+        """The model defined once in a Program without a loss: what its parameters are."""
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with _static_mode(), paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+            self._make_layers(self.model, self._attrs)
+            params = {p.name: p for p in main.global_block().all_parameters()}
+            names = {self._var(n): n for n in param_names(self.model)}
+            trainable = {names[v]: not p.stop_gradient for v, p in params.items()}
+            if self.optimizer.params == "default":
+                # minimize(loss) without a parameter list takes the program's parameters with
+                # stop_gradient False (Optimizer.backward, PIR) / trainable (ProgramDesc, 2.6): the same set
+                held = [names[v] for v, p in params.items() if not p.stop_gradient]
+            elif self.optimizer.params == "all":
+                held = [names[v] for v in params]
+            else:
+                held = list(self.optimizer.params)
+        return trainable, held
+
+    @property
+    def static_trainable(self):
+        if self.definition is None:
+            self.definition = self._static_definition()
+        return self.definition[0]
+
+    @property
+    def static_opt_params(self):
+        if self.definition is None:
+            self.definition = self._static_definition()
+        return self.definition[1]
+
+    def _static_program(self, path, train, backward, shape):
+        key = (tuple(path), train, backward)
+        if key in self.programs:
+            return self.programs[key]
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+            layers, net = self._make_layers(self.model, self._attrs)
+            net.train() if train else net.eval()  # a layer's mode is fixed when the program is built
+            x = paddle.static.data("x", list(shape[0]), "float32")
+            t = paddle.static.data("t", list(shape[1]), "float32")
+            y = x
+            for name in path:
+                y = layers[name](y)
+                if name in self.model.detach_after:
+                    y = y.detach()
+            loss = ((y - t) ** 2).mean()
+            params_grads = []
+            if backward:
+                params = {p.name: p for p in main.global_block().all_parameters()}
+                if self.optimizer.params == "default":
+                    chosen = None
+                elif self.optimizer.params == "all":
+                    chosen = list(params.values())
+                else:
+                    chosen = [params[self._var(n)] for n in self.optimizer.params if self._var(n) in params]
+                opt = self._new_optimizer(parameters=chosen)
+                _, params_grads = opt.minimize(loss)
+        names = {self._var(n): n for n in param_names(self.model)}
+        grads = [(names[p.name], g) for p, g in params_grads]
+        program = (main, loss, grads, _update_ops(main, names))
+        # initialise what this program adds (optimizer accumulators) without resetting what an
+        # earlier program of the case already holds: run its startup in a scratch scope, copy the new
+        scratch = paddle.static.Scope()
+        paddle.static.Executor(self.place).run(startup, scope=scratch)
+        created = (scratch.local_var_names() if hasattr(scratch, "local_var_names")  # PIR (Paddle 3)
+                   else [v.name for v in startup.list_vars() if v.persistable])  # ProgramDesc (2.6)
+        for var in created:
+            if self.scope.find_var(var) is None:
+                # a parameter starts from the case's initial value, the rest from its initializer
+                value = self.values0[names[var]] if var in names else np.array(scratch.find_var(var).get_tensor())
+                self.scope.var(var).get_tensor().set(value, self.place)
+        self.programs[key] = program
+        return program
+
+    # A step with backward runs the program minimize() built: forward, backward and update in one
+    # Executor.run, gradients fetched before the update ops. The engine then asks for the update,
+    # which has happened; a backward step the engine does not update is refused when it reads on.
+    def _static_forward(self, path, x, target, train, backward):
+        if self.pending_update:
+            raise Unsupported("a static program runs minimize()'s update with its backward: no backward without update")
+        if backward and self.grads_live:
+            raise Unsupported("a static program recomputes gradients each run: they cannot accumulate")
+        with _static_mode():
+            main, loss, grads, ops = self._static_program(path, train, backward, (x.shape, target.shape))
+            out = paddle.static.Executor(self.place).run(
+                main, feed={"x": x, "t": target}, fetch_list=[loss] + [g for _, g in grads], scope=self.scope)
+        self.static_grads = {n: np.asarray(g).astype(np.float64) for (n, _), g in zip(grads, out[1:])}
+        if backward:
+            self.pending_update = True
+            self.grads_live = True
+            for name, names in ops.items():
+                self.static_ops.setdefault(name, set()).update(names)
+        return float(np.asarray(out[0]).item())
+
+    def _static_update(self):
+        if not self.pending_update:
+            raise Unsupported("a static program updates only in the run of minimize(): no update without backward")
+        self.pending_update = False
+
+    def _static_clear(self, mode):
+        if mode != "default":
+            raise Unsupported("a static program has no clear_grad: each run computes its gradients afresh")
+        self.grads_live = False  # nothing to call: the next run's gradients are new
+
+    def _static_values(self):
+        if self.pending_update:
+            raise Unsupported("a static program runs minimize()'s update with its backward: no backward without update")
+        out = {}
+        for name in param_names(self.model):
+            var = self.scope.find_var(self._var(name))
+            out[name] = (self.values0[name] if var is None else np.array(var.get_tensor())).astype(np.float64)
+        return out
+
+    def decayed(self):
+        """The static program is the one run with an update program to read: the ops minimize()
+        appended for each parameter (see _update_ops). None for dygraph code."""
+        if not self.static:
+            return None
+        return {n: any(_decays(op) for op in self.static_ops.get(n, ())) for n in param_names(self.model)}

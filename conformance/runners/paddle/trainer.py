@@ -1,0 +1,45 @@
+"""Paddle's own trainer for the paddle adapter (--api trainer): hapi's Model,
+
+    model = paddle.Model(net); model.prepare(optimizer, loss=paddle.nn.MSELoss())
+
+and one `train_batch` per step (a forward-only step is `eval_batch`). hapi's Model is dygraph only,
+so the adapter runs it in eager mode only (runner.py refuses --mode graph with it).
+
+HapiTrainer is a mixin of PaddleRunner (runner.py): it uses the runner's net, opt, hapi (None until
+the first step of a case) and _run_path.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+# runner.py has imported paddle quietly before it imports this module (the package imports
+# runner.py first), so this import loads nothing and prints nothing
+import paddle
+
+from ..base import Unsupported
+
+
+class HapiTrainer:
+    def _prepare_trainer(self, path):
+        if self.hapi is None:
+            self.hapi = paddle.Model(self.net)
+            self.hapi.prepare(optimizer=self.opt, loss=paddle.nn.MSELoss())  # mean((y - t) ** 2)
+        # the one network the trainer holds runs this step's path
+        self.net.run_path = functools.partial(self._run_path, path)
+
+    def _trainer_forward(self, path, x, target, train):
+        # only a step without backward and update gets here; the trainer's own forward is eval_batch
+        if train:
+            raise Unsupported("hapi Model has no train-mode forward without backward (train_batch always updates)")
+        self._prepare_trainer(path)
+        return float(np.asarray(self.hapi.eval_batch([x], [target])[0]).item())
+
+    def train_step(self, path, x, target, train):
+        if not train:
+            raise Unsupported("hapi Model.train_batch always switches the network to train mode")
+        self._prepare_trainer(path)
+        # train_batch: network.train(), forward, loss.backward(), optimizer.minimize(loss),
+        # network.clear_gradients() (set_to_zero=True); it returns the loss of the forward pass
+        losses = self.hapi.train_batch([x], [target])
+        return float(np.asarray(losses[0]).item())
