@@ -18,7 +18,7 @@ accumulate into. The optimizer gets `weight_decay` as its own argument (decouple
 optimizer); a per-parameter coefficient c becomes that variable's `keras.regularizers.L2(c / 2)`
 (loss c/2 * sum(w**2), gradient c * w), the Keras per-weight regularizer, added to `model.losses`.
 
---mode graph wraps the loop's step and update in tf.function (backend label "tf.function").
+--mode graph wraps the loop's step and update in tf.function (backend label "tf.function"): graph.py.
 --api trainer is Keras' own trainer, compile + fit per step: trainer.py.
 """
 from __future__ import annotations
@@ -59,6 +59,7 @@ import numpy as np  # noqa: E402
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
 from ...schema import Model, Optimizer, param_names  # noqa: E402
+from . import graph  # noqa: E402
 from .trainer import KerasTrainer  # noqa: E402
 
 LINEAR_ROLES = {"weight": "kernel", "bias": "bias"}
@@ -126,9 +127,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
         # through TF's logger): observed and reported by the tests, kept out of the progress output
         tf.get_logger().addFilter(lambda record: "Gradients do not exist" not in record.getMessage())
         if mode == "graph":
-            # every case builds a new model, so its tf.functions are new too: TF's "triggered
-            # tf.function retracing" warning is expected here, not a sign of a loop bug
-            tf.get_logger().addFilter(lambda record: "tf.function retracing" not in record.getMessage())
+            graph.quiet_retracing()
 
     @staticmethod
     def version() -> str:
@@ -217,8 +216,8 @@ class TensorFlowRunner(KerasTrainer, Runner):
 
     # ------------------------------------------------------------ training step
     def _train_step(self, path, train, backward, unconnected):
-        """The step as a user writes it; in graph mode wrapped in tf.function (one trace per shape
-        of the step: path, train/eval, backward, unconnected-gradient mode)."""
+        """The step as a user writes it; in graph mode a tf.function (graph.compiled: one trace per
+        shape of the step: path, train/eval, backward, unconnected-gradient mode)."""
         key = (tuple(path), train, backward, unconnected)
         if key not in self.steps_:
             def step(x, target):
@@ -236,7 +235,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
                     # tf.Variables (`.value`) take the same documented path
                     sources = self.params if KERAS2 else [v.value for v in self.params]
                 return loss, tape.gradient(loss, sources, unconnected_gradients=unconnected)
-            self.steps_[key] = tf.function(step) if self.mode == "graph" else step
+            self.steps_[key] = graph.compiled(step) if self.mode == "graph" else step
         return self.steps_[key]
 
     def forward(self, path, x, target, train, backward):
@@ -271,7 +270,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
         if self.grads_ is None:  # no backward since the last clearing: nothing to hand the optimizer
             return
         if self.apply_ is None:
-            self.apply_ = tf.function(self._apply) if self.mode == "graph" else self._apply
+            self.apply_ = graph.compiled(self._apply) if self.mode == "graph" else self._apply
         with tf.device(self.tf_device):
             self.apply_(self.grads_)
 
