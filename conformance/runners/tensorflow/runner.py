@@ -59,6 +59,7 @@ import numpy as np  # noqa: E402
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
 from ...schema import Model, Optimizer, param_names  # noqa: E402
+# graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
 from . import graph  # noqa: E402
 from .trainer import KerasTrainer  # noqa: E402
 
