@@ -18,25 +18,8 @@ accumulate into. The optimizer gets `weight_decay` as its own argument (decouple
 optimizer); a per-parameter coefficient c becomes that variable's `keras.regularizers.L2(c / 2)`
 (loss c/2 * sum(w**2), gradient c * w), the Keras per-weight regularizer, added to `model.losses`.
 
---mode graph wraps the loop's step and update in tf.function (backend label "tf.function").
-
---api trainer is Keras' own trainer: each step is one `fit` call on its batch
-
-    model.compile(optimizer, loss="mse", run_eagerly=(mode == "eager"))
-    model.fit(x, t, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
-
-and the loss observed is the one fit reports for that batch (history "loss": the data loss plus
-`model.losses`, the regularization penalties, as the loop's loss is). fit rather than
-train_on_batch because fit is what Keras users train with; both run the same compiled train
-function, so fit only adds its per-call epoch machinery. The layers a step runs vary, so each path
-(and train/eval) is its own small keras.Model holding the whole net (its trainable_variables are the
-net's, the list the loop hands its optimizer) and compiled with the one shared optimizer; Keras' fit
-computes the gradient of every trainable variable, drops the unconnected (None) ones with a warning
-and applies the rest. mode "graph" is fit's default compiled train function (a tf.function; no XLA:
-Keras 3's jit_compile="auto" is off on a CPU-only machine, but on with a GPU, where the label
-"tf.function" understates it), mode "eager" is compile(run_eagerly=True): no tf.function at all.
-An eval-mode training step calls the layers with training=False inside that model, as the Keras
-transfer-learning guide does under fit; a forward-only eval step is `evaluate`.
+--mode graph wraps the loop's step and update in tf.function (backend label "tf.function"): graph.py.
+--api trainer is Keras' own trainer, compile + fit per step: trainer.py.
 """
 from __future__ import annotations
 
@@ -76,6 +59,9 @@ import numpy as np  # noqa: E402
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
 from ...schema import Model, Optimizer, param_names  # noqa: E402
+# graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
+from . import graph  # noqa: E402
+from .trainer import KerasTrainer  # noqa: E402
 
 LINEAR_ROLES = {"weight": "kernel", "bias": "bias"}
 BATCHNORM_ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",
@@ -119,24 +105,7 @@ class Net(keras.Model):
         return x
 
 
-class PathModel(keras.Model):
-    """One path of the net as the keras.Model that compile/fit train. It holds the whole net, so its
-    trainable_variables are the net's (what fit hands the optimizer), and runs the layers of `path`."""
-
-    def __init__(self, net: Net, path, train: bool):
-        super().__init__()
-        self.net = net
-        self.layer_path = tuple(path)
-        self.inference = not train
-
-    def call(self, x, training=None):
-        # fit calls the model with training=True; an eval-mode step calls the layers with
-        # training=False, as the Keras transfer-learning guide keeps a base model in inference
-        # mode while fit trains around it
-        return self.net(x, path=list(self.layer_path), training=False if self.inference else training)
-
-
-class TensorFlowRunner(Runner):
+class TensorFlowRunner(KerasTrainer, Runner):
     framework = "tensorflow"
     devices = ("cpu", "cuda", "ascend")
     modes = ("eager", "graph")
@@ -159,9 +128,7 @@ class TensorFlowRunner(Runner):
         # through TF's logger): observed and reported by the tests, kept out of the progress output
         tf.get_logger().addFilter(lambda record: "Gradients do not exist" not in record.getMessage())
         if mode == "graph":
-            # every case builds a new model, so its tf.functions are new too: TF's "triggered
-            # tf.function retracing" warning is expected here, not a sign of a loop bug
-            tf.get_logger().addFilter(lambda record: "tf.function retracing" not in record.getMessage())
+            graph.quiet_retracing()
 
     @staticmethod
     def version() -> str:
@@ -213,9 +180,8 @@ class TensorFlowRunner(Runner):
         self.names = {id(v): n for n, v in self.variables.items()}
 
     def make_optimizer(self, optimizer: Optimizer):
-        if self.api == "trainer" and optimizer.params != "default":
-            raise Unsupported("Keras' fit hands the optimizer the model's trainable_variables; it takes "
-                              "no other variable list")
+        if self.api == "trainer":
+            self._check_trainer_params(optimizer)
         if optimizer.params == "default":
             self.params = list(self.net.trainable_variables)
         elif optimizer.params == "all":
@@ -251,8 +217,8 @@ class TensorFlowRunner(Runner):
 
     # ------------------------------------------------------------ training step
     def _train_step(self, path, train, backward, unconnected):
-        """The step as a user writes it; in graph mode wrapped in tf.function (one trace per shape
-        of the step: path, train/eval, backward, unconnected-gradient mode)."""
+        """The step as a user writes it; in graph mode a tf.function (graph.compiled: one trace per
+        shape of the step: path, train/eval, backward, unconnected-gradient mode)."""
         key = (tuple(path), train, backward, unconnected)
         if key not in self.steps_:
             def step(x, target):
@@ -270,7 +236,7 @@ class TensorFlowRunner(Runner):
                     # tf.Variables (`.value`) take the same documented path
                     sources = self.params if KERAS2 else [v.value for v in self.params]
                 return loss, tape.gradient(loss, sources, unconnected_gradients=unconnected)
-            self.steps_[key] = tf.function(step) if self.mode == "graph" else step
+            self.steps_[key] = graph.compiled(step) if self.mode == "graph" else step
         return self.steps_[key]
 
     def forward(self, path, x, target, train, backward):
@@ -305,36 +271,9 @@ class TensorFlowRunner(Runner):
         if self.grads_ is None:  # no backward since the last clearing: nothing to hand the optimizer
             return
         if self.apply_ is None:
-            self.apply_ = tf.function(self._apply) if self.mode == "graph" else self._apply
+            self.apply_ = graph.compiled(self._apply) if self.mode == "graph" else self._apply
         with tf.device(self.tf_device):
             self.apply_(self.grads_)
-
-    # ------------------------------------------------------------ Keras' trainer (--api trainer)
-    def _trainer(self, path, train):
-        """The compiled keras.Model of one (path, train); made on first use, sharing the layers and
-        the optimizer with every other."""
-        key = (tuple(path), train)
-        if key not in self.trainers_:
-            with tf.device(self.tf_device):
-                model = PathModel(self.net, path, train)
-                model.compile(optimizer=self.opt, loss="mse", run_eagerly=self.mode == "eager")
-            self.trainers_[key] = model
-        return self.trainers_[key]
-
-    def train_step(self, path, x, target, train):
-        # the engine refuses explicit clearing modes itself: fit takes tape.gradient's default
-        model = self._trainer(path, train)
-        with tf.device(self.tf_device), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in _apply
-            history = model.fit(x, target, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
-        return float(history.history["loss"][0])
-
-    def _evaluate(self, path, x, target, train):
-        if train:
-            raise Unsupported("Keras' trainer runs the model in training mode only inside fit, which "
-                              "also updates")
-        with tf.device(self.tf_device):
-            return float(self._trainer(path, train).evaluate(x, target, batch_size=len(x), verbose=0))
 
     # ------------------------------------------------------------ observation
     def grads(self):

@@ -1,0 +1,82 @@
+"""Keras' own trainer for the tensorflow adapter (--api trainer): each step is one `fit` call on its batch
+
+    model.compile(optimizer, loss="mse", run_eagerly=(mode == "eager"))
+    model.fit(x, t, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+
+and the loss observed is the one fit reports for that batch (history "loss": the data loss plus
+`model.losses`, the regularization penalties, as the loop's loss is). fit rather than
+train_on_batch because fit is what Keras users train with; both run the same compiled train
+function, so fit only adds its per-call epoch machinery. The layers a step runs vary, so each path
+(and train/eval) is its own small keras.Model holding the whole net (its trainable_variables are the
+net's, the list the loop hands its optimizer) and compiled with the one shared optimizer; Keras' fit
+computes the gradient of every trainable variable, drops the unconnected (None) ones with a warning
+and applies the rest. mode "graph" is fit's default compiled train function (a tf.function; no XLA:
+Keras 3's jit_compile="auto" is off on a CPU-only machine, but on with a GPU, where the label
+"tf.function" understates it), mode "eager" is compile(run_eagerly=True): no tf.function at all.
+An eval-mode training step calls the layers with training=False inside that model, as the Keras
+transfer-learning guide does under fit; a forward-only eval step is `evaluate`.
+
+KerasTrainer is a mixin of TensorFlowRunner (runner.py): it uses the runner's net, opt, tf_device,
+mode and trainers_ cache.
+"""
+import warnings
+
+# runner.py has imported tensorflow and keras quietly before it imports this module (the package
+# imports runner.py first), so these imports load nothing and print nothing
+import keras
+import tensorflow as tf
+
+from ..base import Unsupported
+
+
+class PathModel(keras.Model):
+    """One path of the net as the keras.Model that compile/fit train. It holds the whole net, so its
+    trainable_variables are the net's (what fit hands the optimizer), and runs the layers of `path`."""
+
+    def __init__(self, net, path, train: bool):
+        super().__init__()
+        self.net = net
+        self.layer_path = tuple(path)
+        self.inference = not train
+
+    def call(self, x, training=None):
+        # fit calls the model with training=True; an eval-mode step calls the layers with
+        # training=False, as the Keras transfer-learning guide keeps a base model in inference
+        # mode while fit trains around it
+        return self.net(x, path=list(self.layer_path), training=False if self.inference else training)
+
+
+class KerasTrainer:
+    """train_step (and the forward-only eval step) through compile + fit / evaluate."""
+
+    @staticmethod
+    def _check_trainer_params(optimizer):
+        if optimizer.params != "default":
+            raise Unsupported("Keras' fit hands the optimizer the model's trainable_variables; it takes "
+                              "no other variable list")
+
+    def _trainer(self, path, train):
+        """The compiled keras.Model of one (path, train); made on first use, sharing the layers and
+        the optimizer with every other."""
+        key = (tuple(path), train)
+        if key not in self.trainers_:
+            with tf.device(self.tf_device):
+                model = PathModel(self.net, path, train)
+                model.compile(optimizer=self.opt, loss="mse", run_eagerly=self.mode == "eager")
+            self.trainers_[key] = model
+        return self.trainers_[key]
+
+    def train_step(self, path, x, target, train):
+        # the engine refuses explicit clearing modes itself: fit takes tape.gradient's default
+        model = self._trainer(path, train)
+        with tf.device(self.tf_device), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in runner.py's _apply
+            history = model.fit(x, target, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+        return float(history.history["loss"][0])
+
+    def _evaluate(self, path, x, target, train):
+        if train:
+            raise Unsupported("Keras' trainer runs the model in training mode only inside fit, which "
+                              "also updates")
+        with tf.device(self.tf_device):
+            return float(self._trainer(path, train).evaluate(x, target, batch_size=len(x), verbose=0))
