@@ -26,16 +26,8 @@ unless per-parameter coefficients ask for parameter groups); adam is nn.Adam, ad
 nn.AdamWeightDecay (MindSpore's mapping of torch.optim.AdamW). Clipping is ops.clip_by_global_norm on
 the gradient tuple before optimizer(grads).
 
---mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE),
-as the seed-3 report does. There value_and_grad returns a @jit function: forward and backward are
-one graph, compiled at its first call and reused after (one per step path, as grad_fn is made once
-per path). The update is a @ms.jit function (clipping, then optimizer(grads)). The tutorials fuse the
-two into one `@ms.jit train_step`; the split hands the engine the gradient tuple between them, the
-same tuple the compiled value_and_grad hands a fused step, and the optimizer graph runs on it
-unchanged (a test checks the split against a fused train_step, bit for bit). An eval forward calls
-the model Cell, as the tutorials' test loop does (a Cell compiles once per train/predict phase).
-What MindSpore refuses to compile is the case's error with MindSpore's message: the adapter wrote
-the user's code, and the refusal is what that user meets (not an Unsupported of the adapter).
+--mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE);
+graph.py holds what only it needs (the compiled update) and says how it compiles.
 
 --api trainer is MindSpore's own trainer, the network Model.train builds and runs:
 nn.TrainOneStepCell(nn.WithLossCell(model, nn.MSELoss()), optimizer), one per step path, called
@@ -46,9 +38,6 @@ Model.train compiles it under GRAPH_MODE.
 """
 from __future__ import annotations
 
-import os
-import tempfile
-
 import numpy as np
 
 import mindspore as ms
@@ -56,6 +45,7 @@ from mindspore import nn, ops
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
 from ...schema import Model, Optimizer, param_names
+from .graph import compiled_update, keep_ir_out_of_cwd
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean", "running_var": "moving_variance"}
@@ -111,8 +101,7 @@ class MindSporeRunner(Runner):
                               f"(mindspore.hal.is_available({target!r}) is False)")
         self.graph = mode == "graph"
         if self.graph:
-            # a refused compile writes rank_0/om/analyze_fail.ir under MS_OM_PATH, by default the cwd
-            os.environ.setdefault("MS_OM_PATH", tempfile.mkdtemp(prefix="mindspore-om-"))
+            keep_ir_out_of_cwd()
         ms.set_context(mode=ms.GRAPH_MODE if self.graph else ms.PYNATIVE_MODE)
         ms.set_device(target)
 
@@ -187,9 +176,7 @@ class MindSporeRunner(Runner):
             if self.clip is not None:
                 grads = ops.clip_by_global_norm(grads, self.clip)
             return self.opt(grads)
-        # graph mode: the update is compiled as the tutorials' @ms.jit train_step compiles it, once per
-        # case, with this case's optimizer (MindSpore warns that "apply" is compiled again: it is a new one)
-        self.apply = ms.jit(apply) if self.graph else apply
+        self.apply = compiled_update(apply) if self.graph else apply
 
     def optimizer_params(self):
         return [self.names.get(id(p), f"<{p.name}>") for p in self.opt.parameters]
@@ -238,9 +225,7 @@ class MindSporeRunner(Runner):
         if self.acc is None:
             raise Unsupported("an update without a backward pass since clearing: MindSpore has no "
                               "gradient tuple to hand optimizer(grads)")
-        # a tuple of Tensors passed to a @jit function is a compile-time constant unless marked mutable
-        # (MindSpore warns so and recompiles for every new value); the optimizer Cell itself needs no mark
-        first_line(self.apply, ms.mutable(self.acc) if self.graph else self.acc)
+        first_line(self.apply, self.acc)
 
     def train_step(self, path, x, target, train):
         if self.clip is not None:
