@@ -29,12 +29,7 @@ the gradient tuple before optimizer(grads).
 --mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE);
 graph.py holds what only it needs (the compiled update) and says how it compiles.
 
---api trainer is MindSpore's own trainer, the network Model.train builds and runs:
-nn.TrainOneStepCell(nn.WithLossCell(model, nn.MSELoss()), optimizer), one per step path, called
-once per step after set_train(train) (Model.train calls set_train() on it). Model.train itself adds
-only a dataset pipeline per one-batch step (a test checks the two agree). TrainOneStepCell does not
-clip, so clipped cases are Unsupported there. In graph mode the TrainOneStepCell is compiled, as
-Model.train compiles it under GRAPH_MODE.
+--api trainer runs MindSpore's own trainer, TrainOneStepCell; trainer.py makes it and says how.
 """
 from __future__ import annotations
 
@@ -46,6 +41,7 @@ from mindspore import nn, ops
 from ..base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
 from ...schema import Model, Optimizer, param_names
 from .graph import compiled_update, keep_ir_out_of_cwd
+from .trainer import one_step_cell
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean", "running_var": "moving_variance"}
@@ -228,11 +224,9 @@ class MindSporeRunner(Runner):
         first_line(self.apply, self.acc)
 
     def train_step(self, path, x, target, train):
-        if self.clip is not None:
-            raise Unsupported("nn.TrainOneStepCell (what Model.train builds) does not clip gradients")
         key = tuple(path)
-        if key not in self.trainers:
-            self.trainers[key] = nn.TrainOneStepCell(nn.WithLossCell(self._model(path), nn.MSELoss()), self.opt)
+        if key not in self.trainers:  # made once per path, as the model Cell is
+            self.trainers[key] = one_step_cell(self._model(path), self.opt, self.clip)
         trainer = self.trainers[key]
         trainer.set_train(train)  # Model.train calls set_train() on it; an eval step asks for set_train(False)
         return float(first_line(trainer, ms.Tensor(x), ms.Tensor(target)).asnumpy())
