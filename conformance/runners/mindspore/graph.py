@@ -1,17 +1,5 @@
-"""What only --mode graph (backend label GRAPH_MODE) needs: a folder for the IR files of refused compiles,
-and the compiled update.
-
-The graph run is the same user code as the PyNative run (runner.py), under
-ms.set_context(mode=ms.GRAPH_MODE), as the seed-3 report does. There value_and_grad returns a @jit
-function: forward and backward are one graph, compiled at its first call and reused after (one per step
-path, as grad_fn is made once per path). The update is a @ms.jit function (clipping, then
-optimizer(grads)). The tutorials fuse the two into one `@ms.jit train_step`; the split hands the engine
-the gradient tuple between them, the same tuple the compiled value_and_grad hands a fused step, and the
-optimizer graph runs on it unchanged (a test checks the split against a fused train_step, bit for bit).
-An eval forward calls the model Cell, as the tutorials' test loop does (a Cell compiles once per
-train/predict phase). What MindSpore refuses to compile is the case's error with MindSpore's message:
-the adapter wrote the user's code, and the refusal is what that user meets (not an Unsupported of the
-adapter).
+"""What only --mode graph (backend label GRAPH_MODE) needs: MS_OM_PATH kept out of the cwd, and the
+update compiled with @ms.jit. runner.py's docstring says how a graph run compiles and why so.
 """
 from __future__ import annotations
 

@@ -26,10 +26,24 @@ unless per-parameter coefficients ask for parameter groups); adam is nn.Adam, ad
 nn.AdamWeightDecay (MindSpore's mapping of torch.optim.AdamW). Clipping is ops.clip_by_global_norm on
 the gradient tuple before optimizer(grads).
 
---mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE);
-graph.py holds what only it needs (the compiled update) and says how it compiles.
+--mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE),
+as the seed-3 report does. There value_and_grad returns a @jit function: forward and backward are
+one graph, compiled at its first call and reused after (one per step path, as grad_fn is made once
+per path). The update is a @ms.jit function (clipping, then optimizer(grads)). The tutorials fuse the
+two into one `@ms.jit train_step`; the split hands the engine the gradient tuple between them, the
+same tuple the compiled value_and_grad hands a fused step, and the optimizer graph runs on it
+unchanged (a test checks the split against a fused train_step, bit for bit). An eval forward calls
+the model Cell, as the tutorials' test loop does (a Cell compiles once per train/predict phase).
+What MindSpore refuses to compile is the case's error with MindSpore's message: the adapter wrote
+the user's code, and the refusal is what that user meets (not an Unsupported of the adapter).
 
---api trainer runs MindSpore's own trainer, TrainOneStepCell; trainer.py makes it and says how.
+--api trainer is MindSpore's own trainer, the network Model.train builds and runs:
+nn.TrainOneStepCell(nn.WithLossCell(model, nn.MSELoss()), optimizer), one per step path, called
+once per step after set_train(train) (Model.train calls set_train() on it). Model.train itself adds
+only a dataset pipeline per one-batch step (a test checks the two agree). TrainOneStepCell does not
+clip, so clipped cases are Unsupported there. In graph mode the TrainOneStepCell is compiled, as
+Model.train compiles it under GRAPH_MODE.
+graph.py and trainer.py hold the code only those runs need; runner.py calls it from there.
 """
 from __future__ import annotations
 

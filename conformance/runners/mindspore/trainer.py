@@ -1,10 +1,5 @@
-"""What only --api trainer needs: MindSpore's own trainer, the network Model.train builds and runs.
-
-nn.TrainOneStepCell(nn.WithLossCell(model, nn.MSELoss()), optimizer), one per step path, called once
-per step after set_train(train) (Model.train calls set_train() on it). Model.train itself adds only a
-dataset pipeline per one-batch step (a test checks the two agree). TrainOneStepCell does not clip, so
-clipped cases are Unsupported there. In graph mode the TrainOneStepCell is compiled, as Model.train
-compiles it under GRAPH_MODE.
+"""What only --api trainer needs: the nn.TrainOneStepCell that Model.train builds, refused for clipped
+cases (it does not clip). runner.py's docstring says how the trainer runs are driven and checked.
 """
 from __future__ import annotations
 
