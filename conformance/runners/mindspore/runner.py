@@ -43,11 +43,9 @@ once per step after set_train(train) (Model.train calls set_train() on it). Mode
 only a dataset pipeline per one-batch step (a test checks the two agree). TrainOneStepCell does not
 clip, so clipped cases are Unsupported there. In graph mode the TrainOneStepCell is compiled, as
 Model.train compiles it under GRAPH_MODE.
+graph.py and trainer.py hold the code only those runs need; runner.py calls it from there.
 """
 from __future__ import annotations
-
-import os
-import tempfile
 
 import numpy as np
 
@@ -56,6 +54,8 @@ from mindspore import nn, ops
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
 from ...schema import Model, Optimizer, param_names
+from .graph import compiled_update, keep_ir_out_of_cwd
+from .trainer import one_step_cell
 
 TARGETS = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean", "running_var": "moving_variance"}
@@ -111,8 +111,7 @@ class MindSporeRunner(Runner):
                               f"(mindspore.hal.is_available({target!r}) is False)")
         self.graph = mode == "graph"
         if self.graph:
-            # a refused compile writes rank_0/om/analyze_fail.ir under MS_OM_PATH, by default the cwd
-            os.environ.setdefault("MS_OM_PATH", tempfile.mkdtemp(prefix="mindspore-om-"))
+            keep_ir_out_of_cwd()
         ms.set_context(mode=ms.GRAPH_MODE if self.graph else ms.PYNATIVE_MODE)
         ms.set_device(target)
 
@@ -187,9 +186,7 @@ class MindSporeRunner(Runner):
             if self.clip is not None:
                 grads = ops.clip_by_global_norm(grads, self.clip)
             return self.opt(grads)
-        # graph mode: the update is compiled as the tutorials' @ms.jit train_step compiles it, once per
-        # case, with this case's optimizer (MindSpore warns that "apply" is compiled again: it is a new one)
-        self.apply = ms.jit(apply) if self.graph else apply
+        self.apply = compiled_update(apply) if self.graph else apply
 
     def optimizer_params(self):
         return [self.names.get(id(p), f"<{p.name}>") for p in self.opt.parameters]
@@ -238,16 +235,12 @@ class MindSporeRunner(Runner):
         if self.acc is None:
             raise Unsupported("an update without a backward pass since clearing: MindSpore has no "
                               "gradient tuple to hand optimizer(grads)")
-        # a tuple of Tensors passed to a @jit function is a compile-time constant unless marked mutable
-        # (MindSpore warns so and recompiles for every new value); the optimizer Cell itself needs no mark
-        first_line(self.apply, ms.mutable(self.acc) if self.graph else self.acc)
+        first_line(self.apply, self.acc)
 
     def train_step(self, path, x, target, train):
-        if self.clip is not None:
-            raise Unsupported("nn.TrainOneStepCell (what Model.train builds) does not clip gradients")
         key = tuple(path)
-        if key not in self.trainers:
-            self.trainers[key] = nn.TrainOneStepCell(nn.WithLossCell(self._model(path), nn.MSELoss()), self.opt)
+        if key not in self.trainers:  # made once per path, as the model Cell is
+            self.trainers[key] = one_step_cell(self._model(path), self.opt, self.clip)
         trainer = self.trainers[key]
         trainer.set_train(train)  # Model.train calls set_train() on it; an eval step asks for set_train(False)
         return float(first_line(trainer, ms.Tensor(x), ms.Tensor(target)).asnumpy())
