@@ -4,25 +4,15 @@
 
 "Default" clearing is plain `opt.zero_grad()`, whatever its default is in the installed version.
 
---mode graph compiles the model's forward as torch users do, `torch.compile(model, backend=...)`,
-and keeps the rest eager (loss, backward, clipping, `opt.step()`). A step's path varies, so each path
-gets its own small model (the user's model, read the way it holds its layers), compiled with
-fullgraph=True: a graph break or dynamo's recompile limit raises instead of quietly running eager.
-`opt.step()` stays eager: the compiled-optimizer recipe is a beta GPU-speed one, and torch breaks the
-graph inside every step on purpose (pytorch/pytorch#104053), so it cannot compile with fullgraph=True.
-torch has no trainer of its own: the hand-written loop above is the only api.
+Here: the adapter class (model, optimizer, the loop's primitives, the observations). --mode graph
+compiles each path's forward with graph.py; trainer.py says why there is no --api trainer.
 """
 from __future__ import annotations
-
-import functools
-import os
-import shutil
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from . import graph, trainer
 from ..base import Runner, Unavailable, build_layers, frozen_params, hold
 from ...schema import Model, Optimizer, param_names
 
@@ -32,20 +22,13 @@ class TorchRunner(Runner):
     devices = ("cpu", "cuda")
     modes = ("eager", "graph")
     apis = ("loop",)
-    no_trainer = ("torch has no trainer of its own (its users write the training loop; Lightning and "
-                  "others are separate projects): run it with --api loop")
-    # aot_eager: dynamo + AOTAutograd (where compiled gradient semantics live), graphs run by eager
-    # kernels; inductor: the default backend, which also generates C++ (CPU) / Triton (CUDA) code
-    backends = ("aot_eager", "inductor")
+    no_trainer = trainer.NO_TRAINER
+    backends = graph.BACKENDS
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
         if mode == "graph":
-            # these would make torch.compile quietly run eager code
-            if torch._dynamo.config.disable or torch._dynamo.config.suppress_errors:
-                raise Unavailable("--mode graph: TORCH_COMPILE_DISABLE or TORCHDYNAMO_SUPPRESS_ERRORS is set, "
-                                  "so torch.compile may run eager code")
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = _fresh_cache_dir()
+            graph.start()
         if device == "cuda" and not torch.cuda.is_available():
             raise Unavailable(f"--device cuda: torch {torch.__version__} sees no CUDA device "
                               f"(torch.cuda.is_available() is False)")
@@ -58,11 +41,6 @@ class TorchRunner(Runner):
     def build(self, model: Model, values):
         torch.manual_seed(0)
         self.model = model
-        self.compiled = {}  # path -> its compiled model
-        if self.mode == "graph":
-            # a new case builds new modules: forget the last case's graphs, so that the recompile
-            # limit counts this case's recompilations only
-            torch._dynamo.reset()
         def make(name, spec):
             if spec.linear:
                 return torch.nn.Linear(*spec.linear, bias=spec.bias)
@@ -75,11 +53,9 @@ class TorchRunner(Runner):
             setattr(net, name, layer)
         if container is not None:
             net.blocks = container  # nn.Module.__setattr__ registers only torch containers
-        # how the model's forward reaches each layer: self.<name> or self.blocks[<index or name>]
-        self.route = {name: (name, None) for name in attributes}
-        self.route.update({name: ("blocks", name if isinstance(container, (dict, torch.nn.ModuleDict)) else i)
-                           for i, name in enumerate(model.contained) if container is not None})
         self.net = net.to(self.torch_device)
+        if self.mode == "graph":
+            self.compiled = graph.CompiledPaths(self.net, graph.routes(model, attributes, container), self.backend)
         for layer in layers.values():
             layer.to(self.torch_device)  # layers the net does not know about must move too
         self.tensors = {name: getattr(layers[name.split(".")[0]], name.split(".")[1])
@@ -126,7 +102,7 @@ class TorchRunner(Runner):
         self.net.train(train)  # reaches only registered submodules, as in user code
         x = torch.as_tensor(x, device=self.torch_device)
         if self.mode == "graph":
-            y = self._compiled(path)(x)
+            y = self.compiled[tuple(path)](x)
         else:
             y = x
             for name in path:
@@ -137,13 +113,6 @@ class TorchRunner(Runner):
         if backward:
             loss.backward()
         return float(loss.item())
-
-    def _compiled(self, path):
-        key = tuple(path)
-        if key not in self.compiled:
-            route = tuple((*self.route[name], name in self.model.detach_after) for name in path)
-            self.compiled[key] = torch.compile(_PathModel(self.net, route), backend=self.backend, fullgraph=True)
-        return self.compiled[key]
 
     def clear_grads(self, mode):
         if mode == "default":
@@ -170,43 +139,3 @@ class TorchRunner(Runner):
     def trainable(self):
         return {n: isinstance(t, torch.nn.Parameter) and t.requires_grad for n, t in self.tensors.items()}
 
-
-@functools.cache  # one per process: the worker is one run
-def _fresh_cache_dir() -> str:
-    """A new folder for inductor's on-disk caches (compiled kernels, FX graphs; by default one folder
-    per user, reused by every later process): graphs may be shared within a run, never across runs.
-    The worker is killed, not closed, so each folder is named by its process and removed by a later
-    run once that process is gone."""
-    prefix = "conformance-torchinductor-"
-    for old in Path(tempfile.gettempdir()).glob(prefix + "*-*"):
-        pid = old.name[len(prefix):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process
-    return True
-
-
-class _PathModel(torch.nn.Module):
-    """The user's model with a forward along one path: each layer read the way the model holds it
-    (an attribute, or an item of its container), detached after where the case says."""
-
-    def __init__(self, net, route):
-        super().__init__()
-        self.net, self.route = net, route  # route: (attribute, item or None, detach after) per layer
-
-    def forward(self, y):
-        for attribute, item, detach in self.route:
-            layer = getattr(self.net, attribute)
-            y = (layer if item is None else layer[item])(y)
-            if detach:
-                y = y.detach()
-        return y
