@@ -14,6 +14,8 @@ observation with what this module computes for the same scenario. Its stance, st
 - `no_decay` parameters get neither coupled nor decoupled decay;
 - BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased;
 - LayerNorm normalises each sample over its features (biased variance) and has no running stats;
+- an Embedding's gradient is dense, as torch's default: zero in the rows not looked up this step
+  (so decay and optimizer state still move them), and zero in the padding row;
 - freezing stops a parameter's gradient only: a frozen BatchNorm in a train step still
   normalises with the batch and updates its statistics; unfreezing resumes its gradient;
 - a learning-rate change applies from the next update on, to decoupled decay too (lr * wd);
@@ -231,6 +233,9 @@ class ReferenceRunner(Runner):
                 y = y @ self.values_[self._param(layer, "weight")]
                 if spec.bias:
                     y = y + self.values_[self._param(layer, "bias")]
+            elif spec.embedding:
+                tape.append((layer, "embedding", y.astype(np.int64)))
+                y = self.values_[self._param(layer, "weight")][y.astype(np.int64)]
             elif spec.layernorm:
                 y, saved = layernorm(y, self.values_[self._param(layer, "weight")],
                                      self.values_[self._param(layer, "bias")], spec.eps)
@@ -285,6 +290,15 @@ class ReferenceRunner(Runner):
 
     def _backward(self, tape, dy):
         for layer, kind, saved in reversed(tape):
+            if kind == "embedding":  # a dense gradient: zero in rows not looked up, none for the padding row
+                w = self._param(layer, "weight")
+                g = np.zeros_like(self.values_[w])
+                np.add.at(g, saved, dy)
+                padding = self.model.layers[self.model.layers[layer].tie or layer].padding_idx
+                if padding is not None:
+                    g[padding] = 0.0
+                self._accumulate(w, g)
+                continue
             if kind == "linear":
                 w = self._param(layer, "weight")
                 self._accumulate(w, saved.T @ dy)

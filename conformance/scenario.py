@@ -42,7 +42,7 @@ def schedule(case: Case) -> list[Step]:
 
 def _width(model: Model, layer: str, side: int) -> int:
     spec = model.layers[model.layers[layer].tie or layer]
-    return spec.linear[side] if spec.linear else spec.width
+    return spec.linear[side] if spec.linear else spec.embedding[1] if spec.embedding else spec.width
 
 
 def initial_values(case: Case) -> dict[str, np.ndarray]:
@@ -55,6 +55,8 @@ def initial_values(case: Case) -> dict[str, np.ndarray]:
         width = _width(case.model, layer, 1)
         if role == "weight" and spec.linear:
             value = rng.normal(0.0, 1.0 / np.sqrt(spec.linear[0]), tuple(spec.linear))
+        elif spec.embedding:
+            value = rng.normal(0.0, 1.0, tuple(spec.embedding))
         elif role == "weight":
             value = 1.0 + 0.1 * rng.normal(size=width)
         elif role == "bias":
@@ -68,11 +70,19 @@ def initial_values(case: Case) -> dict[str, np.ndarray]:
 
 
 def batch(case: Case, index: int, path: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Input and target for one step; float32, fixed by the case seed and the batch index."""
+    """Input and target for one step, fixed by the case seed and the batch index: float32, or for a
+    path that starts with an embedding, int64 row indices (one per sample; the padding row first, so
+    every batch looks it up)."""
     rng = np.random.default_rng([case.seed, 2, index])
-    x = rng.normal(size=(case.batch_size, _width(case.model, path[0], 0)))
+    first = case.model.layers[case.model.layers[path[0]].tie or path[0]]
+    if first.embedding:
+        x = rng.integers(0, first.embedding[0], size=case.batch_size)
+        if first.padding_idx is not None:
+            x[0] = first.padding_idx
+    else:
+        x = rng.normal(size=(case.batch_size, _width(case.model, path[0], 0))).astype(np.float32)
     t = rng.normal(size=(case.batch_size, _width(case.model, path[-1], 1)))
-    return x.astype(np.float32), t.astype(np.float32)
+    return x, t.astype(np.float32)
 
 
 def trainer_refusal(case: Case) -> str | None:

@@ -25,7 +25,7 @@ SPEC_DIR = PACKAGE_DIR / "spec"
 RUNNERS_DIR = PACKAGE_DIR / "runners"
 
 TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm", "layernorm",
-          "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
+          "embedding", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
 # Matrix axes and the case field each one sets.
 AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
         "params": ("optimizer", "params"), "container": ("model", "container")}
@@ -201,10 +201,13 @@ Default = Literal["default"]
 
 class Layer(_Strict):
     """Exactly one of: linear [in, out], batchnorm features, layernorm features (over the last axis,
-    with weight and bias), tie (alias of another layer)."""
+    with weight and bias), embedding [rows, dim] (looks up one integer index per sample; the first
+    layer of any path it is on), tie (alias of another layer)."""
     linear: tuple[Width, Width] | None = None
     batchnorm: Width | None = None
     layernorm: Width | None = None
+    embedding: tuple[Width, Width] | None = None
+    padding_idx: Annotated[int, Field(ge=0)] | None = None  # embedding: the row that never gets a gradient
     tie: str | None = None
     bias: bool = True
     # BatchNorm: weight of the new batch in the running statistics
@@ -213,13 +216,15 @@ class Layer(_Strict):
 
     @model_validator(mode="after")
     def _one_kind(self):
-        if sum(x is not None for x in (self.linear, self.batchnorm, self.layernorm, self.tie)) != 1:
-            raise ValueError("a layer needs exactly one of 'linear', 'batchnorm', 'layernorm', 'tie'")
+        if sum(x is not None for x in (self.linear, self.batchnorm, self.layernorm, self.embedding, self.tie)) != 1:
+            raise ValueError("a layer needs exactly one of 'linear', 'batchnorm', 'layernorm', 'embedding', 'tie'")
+        if self.padding_idx is not None and not (self.embedding and self.padding_idx < self.embedding[0]):
+            raise ValueError("'padding_idx' needs an embedding layer with more rows than it")
         return self
 
     @property
     def kind(self) -> str:
-        return next(k for k in ("linear", "batchnorm", "layernorm", "tie") if getattr(self, k) is not None)
+        return next(k for k in ("linear", "batchnorm", "layernorm", "embedding", "tie") if getattr(self, k) is not None)
 
     @property
     def width(self) -> int:
@@ -229,6 +234,8 @@ class Layer(_Strict):
     def param_roles(self) -> tuple[str, ...]:
         if self.batchnorm:
             return BATCHNORM_PARAMS
+        if self.embedding:
+            return ("weight",)
         return LINEAR_PARAMS if self.bias or self.layernorm else ("weight",)
 
 
@@ -359,6 +366,10 @@ class Case(_Strict):
         for name in [*self.model.contained, *self.model.detach_after] + [n for s in self.steps for n in s.path]:
             if name not in layers:
                 raise ValueError(f"unknown layer {name!r}")
+        for step in self.steps:
+            for name in step.path[1:]:
+                if layers[layers[name].tie or name].embedding:
+                    raise ValueError(f"embedding {name!r} must be the first layer of a path: it takes integer indices")
         for where, names in [("frozen", self.model.frozen), *[(f"steps.{i}.freeze", s.freeze) for i, s in enumerate(self.steps)],
                              *[(f"steps.{i}.unfreeze", s.unfreeze) for i, s in enumerate(self.steps)]]:
             for name in names:
@@ -406,6 +417,7 @@ def defaults_of(model: Model, optimizer: Optimizer) -> list[str]:
 # and a case needing one it lacks is unsupported, never run with the setting silently dropped.
 FEATURES = {"defaults": "settings left to the framework's defaults",
             "layernorm": "LayerNorm layers",
+            "embedding": "Embedding layers (integer inputs)",
             "freeze-steps": "freezing or unfreezing between steps",
             "lr-schedule": "learning-rate changes between steps",
             "no-decay": "excluding parameters from weight decay",
@@ -416,6 +428,7 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
 def features_of(case: Case) -> list[str]:
     used = {"defaults": bool(defaults_of(case.model, case.optimizer)),
             "layernorm": any(layer.layernorm for layer in case.model.layers.values()),
+            "embedding": any(layer.embedding for layer in case.model.layers.values()),
             "freeze-steps": any(s.freeze or s.unfreeze for s in case.steps),
             "lr-schedule": any(s.lr is not None for s in case.steps),
             "no-decay": bool(case.optimizer.no_decay),

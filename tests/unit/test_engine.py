@@ -103,6 +103,28 @@ class LayerNormWithoutAffineGrad(ReferenceRunner):
             super()._accumulate(name, g)
 
 
+class LazyEmbeddingRows(ReferenceRunner):
+    """Updates only the embedding rows looked up this step (a sparse update)."""
+    def forward(self, path, x, target, train, backward):
+        self.looked_up = set(np.asarray(x, dtype=np.int64).tolist()) if self.model.layers[path[0]].embedding else None
+        return super().forward(path, x, target, train, backward)
+
+    def update(self):
+        before = {n: v.copy() for n, v in self.values_.items()}
+        super().update()
+        if self.looked_up is not None:
+            for name in self.values_:
+                if self.model.layers[name.split(".")[0]].embedding:
+                    rest = [r for r in range(len(before[name])) if r not in self.looked_up]
+                    self.values_[name][rest] = before[name][rest]
+
+
+class PaddingRowTrained(ReferenceRunner):
+    def build(self, model, values):
+        layers = {n: layer.model_copy(update={"padding_idx": None}) for n, layer in model.layers.items()}
+        super().build(model.model_copy(update={"layers": layers}), values)
+
+
 class DetachIgnored(ReferenceRunner):
     def build(self, model, values):
         super().build(model.model_copy(update={"detach_after": []}), values)
@@ -135,6 +157,8 @@ class DetachIgnored(ReferenceRunner):
     (FreezeIgnored, ["freeze-after-optimizer[sgd,default]", "refreeze-keeps-state[momentum]"]),
     (UnfreezeIgnored, ["unfreeze-resumes[sgd,default]"]),
     (LayerNormWithoutAffineGrad, ["layernorm-grads", "layernorm-training-numerics[sgd]"]),
+    (LazyEmbeddingRows, ["embedding-rows-not-looked-up-decay[sgd]", "embedding-rows-not-looked-up-state[momentum]"]),
+    (PaddingRowTrained, ["embedding-padding-row[sgd]"]),
 ])
 def test_mutant_semantics_are_caught(mutant, must_catch):
     results = verdicts(mutant)

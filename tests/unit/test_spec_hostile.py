@@ -213,3 +213,32 @@ def test_a_key_with_a_line_break_still_gives_one_line(tmp_path):
     assert text != GOOD
     message = error_of(tmp_path, text)  # error_of asserts one line
     assert "regularizers.a.\\nweight" in message
+
+
+@pytest.mark.parametrize("layers, path, needle", [
+    ("{linear: [2, 2]}\n        e: {embedding: [5, 2]}", "[a, e]", "embedding 'e' must be the first layer of a path"),
+    ("{linear: [2, 2]}\n        e: {embedding: [5, 2], padding_idx: 5}", "[e, a]", "'padding_idx' needs an embedding layer with more rows"),
+    ("{linear: [2, 2]}\n        e: {linear: [2, 2], padding_idx: 0}", "[e, a]", "'padding_idx' needs an embedding layer"),
+    ("{linear: [2, 2]}\n        n: {layernorm: 2, momentum: default}", "[a, n]", "layer 'n': 'momentum' is a BatchNorm setting"),
+    ("{linear: [2, 2]}\n        n: {linear: [2, 2], eps: default}", "[a, n]", "layer 'n': 'eps' is a BatchNorm / LayerNorm setting"),
+])
+def test_misplaced_layer_settings(tmp_path, layers, path, needle):
+    text = GOOD.replace("{linear: [2, 2]}", layers).replace("{path: [a]}", "{path: " + path + "}")
+    msg = error_of(tmp_path, text)
+    assert needle in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("optimizer, needle", [
+    ("{name: sgd, clip_norm: 1, clip_global_norm: 1}", "'clip_global_norm' and 'clip_norm' exclude each other"),
+    ("{name: sgd, no_clip: [a.bias]}", "'no_clip' needs 'clip_global_norm' or 'clip_norm'"),
+    ("{name: sgd, no_decay: [a.nothing]}", "unknown parameter 'a.nothing'"),
+    ("{name: sgd, lr: defualt}", "optimizer.lr"),
+])
+def test_bad_optimizer_settings(tmp_path, optimizer, needle):
+    msg = error_of(tmp_path, GOOD.replace("{name: sgd}", optimizer))
+    assert needle in msg and "\n" not in msg
+
+
+def test_freeze_names_must_exist(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("{path: [a]}", "{path: [a], freeze: [b]}"))
+    assert "unknown layer or parameter 'b' in 'steps.0.freeze'" in msg
