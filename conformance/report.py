@@ -235,6 +235,21 @@ def profile_table(columns: list[Column]) -> list[dict]:
     return rows
 
 
+def defaults_table(columns: list[Column]) -> list[dict]:
+    """The settings cases left to each framework's constructor ("default"): per instance and setting,
+    the reference's value (torch's) and the value each run observed, from the runs' "default" checks."""
+    rows: dict[tuple, dict] = {}
+    for col in columns:
+        for case in col.doc.cases if col.doc else []:
+            for check in case.checks:
+                if check.check.startswith("default "):
+                    setting = check.check.removeprefix("default ")
+                    row = rows.setdefault((case.id, setting), dict(case=case.id, setting=setting,
+                                                                   reference=check.expected, cells={}))
+                    row["cells"][col.key] = dict(value=check.observed, held=check.held)
+    return [rows[key] for key in sorted(rows)]
+
+
 def latest_runs(columns: list[Column]) -> list[Column]:
     """Each framework's newest version (on cpu, eager, loop where it has such a run): what porting
     notes compare."""
@@ -353,7 +368,7 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
         warnings=warnings, summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
         profiles=profile_table(columns), porting=porting_notes(columns), changes=version_changes(columns),
-        executions=execution_differences(columns),
+        executions=execution_differences(columns), defaults=defaults_table(columns),
         seeds=_grouped(rows[rows.topic == "seeds"]),
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,

@@ -182,3 +182,19 @@ def test_graph_and_trainer_runs_are_columns_and_their_differences_are_listed(tmp
     assert "not observed: grad a.weight @ step 0" in page
     csv = pd.read_csv(tmp_path / "summary.csv")
     assert set(csv.backend.fillna("")) == {"", "aot_eager"} and set(csv.api) == {"loop", "trainer"}
+
+
+def test_constructor_defaults_are_tabled_per_run(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    def with_default(observed, held):
+        check = results.CheckRecord(check="default optimizer.eps", expected="1e-08", observed=observed, held=held)
+        return [record(INSTANCES[0], checks=[check])] + [record(i) for i in INSTANCES[1:]]
+    write_run(folder, env("torch", "2.13.0"), with_default("1e-08", True))
+    write_run(folder, env("tensorflow", "2.21.0"), with_default("1e-07", False))
+    page = build(folder, tmp_path, bench_dir=None).read_text()
+    section = page.split('id="defaults"', 1)[1].split("<h2", 1)[0]
+    row = section.split(f'data-case="{INSTANCES[0].id}" data-setting="optimizer.eps"', 1)[1].split("</tr>", 1)[0]
+    assert re.findall(r"<td>(.*?)</td>", row)[-3:] == ["1e-08", "1e-08", '<b class="differs">1e-07</b>']
+    empty = build(tmp_path / "none", tmp_path / "out", bench_dir=None).read_text()
+    assert "No run left a setting to its framework's default." in empty
