@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from conformance import reference as ref
-from conformance.schema import Model
+from conformance.schema import Model, param_names
 
 
 def test_sgd_coupled_l2():
@@ -61,17 +61,20 @@ def test_batchnorm_running_unbiased():
     assert (mean[0], var[0]) == pytest.approx((0.2, 1.1))
 
 
-@pytest.mark.parametrize("train", [True, False])
-def test_backward_matches_finite_differences(train):
-    model = Model.model_validate({"layers": {"a": {"linear": [3, 4]}, "bn": {"batchnorm": 4},
-                                             "b": {"linear": [4, 2]}}})
+def assert_backward_matches_finite_differences(layers, path, x, train, names):
+    """The oracle's gradients of `names` equal central differences of its own loss."""
+    model = Model.model_validate({"layers": layers})
     rng = np.random.default_rng(0)
-    values = {"a.weight": rng.normal(size=(3, 4)), "a.bias": rng.normal(size=4),
-              "bn.weight": 1 + rng.normal(size=4) * 0.1, "bn.bias": rng.normal(size=4) * 0.1,
-              "bn.running_mean": rng.normal(size=4), "bn.running_var": 1 + rng.random(4),
-              "b.weight": rng.normal(size=(4, 2)), "b.bias": rng.normal(size=2)}
-    x, t = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
-    path = ["a", "bn", "b"]
+    values = {}
+    for name in param_names(model):
+        layer, role = name.split(".")
+        spec = model.layers[layer]
+        shape = tuple(spec.linear or spec.embedding or ()) if role == "weight" and (spec.linear or spec.embedding) \
+            else (spec.linear[1] if spec.linear else spec.width,)
+        values[name] = (1 + rng.random(shape)) if role == "running_var" else \
+            (1 + 0.1 * rng.normal(size=shape)) if role == "weight" and spec.width else rng.normal(size=shape)
+    last = model.layers[path[-1]]
+    t = rng.normal(size=(len(x), last.linear[1] if last.linear else last.width))
 
     def loss_at(vals):
         runner = ref.ReferenceRunner()
@@ -82,7 +85,7 @@ def test_backward_matches_finite_differences(train):
     runner.build(model, values)
     runner.forward(path, x, t, train=train, backward=True)
     grads = runner.grads()
-    for name in ("a.weight", "a.bias", "bn.weight", "bn.bias", "b.weight"):
+    for name in names:
         numeric = np.zeros_like(values[name])
         for idx in np.ndindex(values[name].shape):
             plus = {k: v.copy() for k, v in values.items()}
@@ -91,7 +94,31 @@ def test_backward_matches_finite_differences(train):
             minus[name][idx] -= 1e-6
             numeric[idx] = (loss_at(plus) - loss_at(minus)) / 2e-6
         np.testing.assert_allclose(grads[name], numeric, rtol=1e-5, atol=1e-8, err_msg=name)
+    return grads
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batchnorm_backward_matches_finite_differences(train):
+    layers = {"a": {"linear": [3, 4]}, "bn": {"batchnorm": 4}, "b": {"linear": [4, 2]}}
+    x = np.random.default_rng(1).normal(size=(6, 3))
+    grads = assert_backward_matches_finite_differences(
+        layers, ["a", "bn", "b"], x, train, ["a.weight", "a.bias", "bn.weight", "bn.bias", "b.weight"])
     assert grads["bn.running_mean"] is None and grads["bn.running_var"] is None
+
+
+def test_layernorm_backward_matches_finite_differences():
+    layers = {"a": {"linear": [3, 5]}, "ln": {"layernorm": 5}, "b": {"linear": [5, 2]}}
+    x = np.random.default_rng(1).normal(size=(6, 3))
+    assert_backward_matches_finite_differences(layers, ["a", "ln", "b"], x, True,
+                                               ["a.weight", "a.bias", "ln.weight", "ln.bias", "b.weight"])
+
+
+def test_embedding_backward_matches_finite_differences_and_skips_the_padding_row():
+    layers = {"e": {"embedding": [6, 3], "padding_idx": 2}, "b": {"linear": [3, 2]}}
+    x = np.array([2, 0, 0, 5, 2])  # row 0 twice, rows 1, 3, 4 never, the padding row 2 twice
+    grads = assert_backward_matches_finite_differences(layers, ["e", "b"], x, True, ["b.weight"])
+    g = grads["e.weight"]
+    assert not g[[1, 2, 3, 4]].any() and g[0].any() and g[5].any()
 
 
 def test_detach_and_frozen_leave_no_gradient():
