@@ -88,9 +88,32 @@ def layernorm(y, weight, bias, eps):
 
 
 def normalise_backward(dxhat, xhat, inv_std, axis):
-    """Gradient through (x - mean) / sqrt(var + eps), statistics taken over `axis` (biased variance)."""
-    n = xhat.shape[axis]
+    """Gradient through (x - mean) / sqrt(var + eps), statistics taken over `axis` (an int or a
+    tuple; biased variance); inv_std broadcasts against xhat."""
+    n = np.prod([xhat.shape[a] for a in np.atleast_1d(axis)])
     return inv_std / n * (n * dxhat - dxhat.sum(axis, keepdims=True) - xhat * (dxhat * xhat).sum(axis, keepdims=True))
+
+
+def conv2d(x, weight, bias, pad):
+    """Cross-correlation of x (n, c, h, w) with weight (out, c, k, k), stride 1, zero padding `pad`;
+    returns the output and the input windows the backward pass needs."""
+    k = weight.shape[-1]
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))),
+                                                       (k, k), axis=(2, 3))  # n, c, h, w, k, k
+    y = np.einsum("nchwij,ocij->nohw", windows, weight)
+    return (y if bias is None else y + bias[None, :, None, None]), windows
+
+
+def conv2d_backward(dy, windows, weight, pad):
+    """(d weight, d bias, d x) of conv2d."""
+    d_weight = np.einsum("nchwij,nohw->ocij", windows, dy)
+    n, c, h, w = windows.shape[:4]
+    k = weight.shape[-1]
+    dx = np.zeros((n, c, h + 2 * pad, w + 2 * pad))
+    for i in range(k):
+        for j in range(k):
+            dx[:, :, i:i + h, j:j + w] += np.einsum("nohw,oc->nchw", dy, weight[:, :, i, j])
+    return d_weight, dy.sum((0, 2, 3)), dx[:, :, pad:pad + h, pad:pad + w]
 
 
 # ---------------------------------------------------------------- defaults ("default" in the spec)
@@ -228,11 +251,18 @@ class ReferenceRunner(Runner):
         tape, y = [], np.asarray(x, dtype=np.float64)
         for layer in path:
             spec = self.model.layers[self.model.layers[layer].tie or layer]
+            if spec.linear and y.ndim > 2:  # an image into a linear layer: flattened channels-first
+                tape.append((layer, "flatten", y.shape))
+                y = y.reshape(len(y), -1)
             if spec.linear:
                 tape.append((layer, "linear", y))
                 y = y @ self.values_[self._param(layer, "weight")]
                 if spec.bias:
                     y = y + self.values_[self._param(layer, "bias")]
+            elif spec.conv2d:
+                y, windows = conv2d(y, self.values_[self._param(layer, "weight")],
+                                    self.values_[self._param(layer, "bias")] if spec.bias else None, spec.conv2d[2] // 2)
+                tape.append((layer, "conv2d", windows))
             elif spec.embedding:
                 tape.append((layer, "embedding", y.astype(np.int64)))
                 y = self.values_[self._param(layer, "weight")][y.astype(np.int64)]
@@ -243,17 +273,21 @@ class ReferenceRunner(Runner):
             else:
                 rm, rv = self._param(layer, "running_mean"), self._param(layer, "running_var")
                 layer_train = self._train_mode(layer, train)
+                # per channel: over the batch, and over height and width for an image
+                channel = (1, -1) + (1,) * (y.ndim - 2)
                 if layer_train:
-                    mean, var = y.mean(0), y.var(0)
+                    samples = np.moveaxis(y, 1, -1).reshape(-1, y.shape[1])
+                    mean, var = samples.mean(0), samples.var(0)
                     self.values_[rm], self.values_[rv] = batchnorm_running(
-                        self.values_[rm], self.values_[rv], y, spec.momentum,
+                        self.values_[rm], self.values_[rv], samples, spec.momentum,
                         biased="bn-running-var-biased" in self.variants)
                 else:
                     mean, var = self.values_[rm], self.values_[rv]
-                inv_std = 1.0 / np.sqrt(var + spec.eps)
-                xhat = (y - mean) * inv_std
+                inv_std = (1.0 / np.sqrt(var + spec.eps)).reshape(channel)
+                xhat = (y - mean.reshape(channel)) * inv_std
                 tape.append((layer, "bn_train" if layer_train else "bn_eval", (xhat, inv_std)))
-                y = xhat * self.values_[self._param(layer, "weight")] + self.values_[self._param(layer, "bias")]
+                y = xhat * self.values_[self._param(layer, "weight")].reshape(channel) \
+                    + self.values_[self._param(layer, "bias")].reshape(channel)
             if layer in self.model.detach_after:
                 tape.clear()  # nothing before a stop_gradient receives gradient
         diff = y - np.asarray(target, dtype=np.float64)
@@ -290,6 +324,17 @@ class ReferenceRunner(Runner):
 
     def _backward(self, tape, dy):
         for layer, kind, saved in reversed(tape):
+            if kind == "flatten":
+                dy = dy.reshape(saved)
+                continue
+            if kind == "conv2d":
+                spec = self.model.spec(layer)
+                w = self._param(layer, "weight")
+                d_weight, d_bias, dy = conv2d_backward(dy, saved, self.values_[w], spec.conv2d[2] // 2)
+                self._accumulate(w, d_weight)
+                if spec.bias:
+                    self._accumulate(self._param(layer, "bias"), d_bias)
+                continue
             if kind == "embedding":  # a dense gradient: zero in rows not looked up, none for the padding row
                 w = self._param(layer, "weight")
                 g = np.zeros_like(self.values_[w])
@@ -307,13 +352,16 @@ class ReferenceRunner(Runner):
                 dy = dy @ self.values_[w].T
             else:
                 xhat, inv_std = saved
-                gamma = self.values_[self._param(layer, "weight")]
-                self._accumulate(self._param(layer, "weight"), (dy * xhat).sum(0))
-                self._accumulate(self._param(layer, "bias"), dy.sum(0))
+                # LayerNorm: the sample's own statistics (last axis); BatchNorm: the channel's, over
+                # the batch (and height and width of an image)
+                stats = -1 if kind == "layernorm" else (0, *range(2, xhat.ndim))
+                params = tuple(range(xhat.ndim - 1)) if kind == "layernorm" else stats
+                shape = (1, -1) + (1,) * (xhat.ndim - 2) if kind != "layernorm" else (-1,)
+                gamma = self.values_[self._param(layer, "weight")].reshape(shape)
+                self._accumulate(self._param(layer, "weight"), (dy * xhat).sum(params))
+                self._accumulate(self._param(layer, "bias"), dy.sum(params))
                 dxhat = dy * gamma
-                # batch statistics in train mode (axis 0), the sample's own in LayerNorm (axis -1)
-                dy = dxhat * inv_std if kind == "bn_eval" else \
-                    normalise_backward(dxhat, xhat, inv_std, -1 if kind == "layernorm" else 0)
+                dy = dxhat * inv_std if kind == "bn_eval" else normalise_backward(dxhat, xhat, inv_std, stats)
 
     clear_mode: ClearMode = "default"
     _set_once: set | None = None

@@ -40,11 +40,6 @@ def schedule(case: Case) -> list[Step]:
     return [step for step in case.steps for _ in range(step.repeat)]
 
 
-def _width(model: Model, layer: str, side: int) -> int:
-    spec = model.layers[model.layers[layer].tie or layer]
-    return spec.linear[side] if spec.linear else spec.embedding[1] if spec.embedding else spec.width
-
-
 def initial_values(case: Case) -> dict[str, np.ndarray]:
     """Deterministic starting values, rounded to float32 so every runner starts identically."""
     rng = np.random.default_rng([case.seed, 1])
@@ -52,9 +47,10 @@ def initial_values(case: Case) -> dict[str, np.ndarray]:
     for name in param_names(case.model):
         layer, role = name.split(".")
         spec = case.model.layers[layer]
-        width = _width(case.model, layer, 1)
-        if role == "weight" and spec.linear:
-            value = rng.normal(0.0, 1.0 / np.sqrt(spec.linear[0]), tuple(spec.linear))
+        width = spec.out_features()
+        if role == "weight" and (spec.linear or spec.conv2d):
+            fan_in = spec.linear[0] if spec.linear else spec.conv2d[0] * spec.conv2d[2] ** 2
+            value = rng.normal(0.0, 1.0 / np.sqrt(fan_in), spec.weight_shape())
         elif spec.embedding:
             value = rng.normal(0.0, 1.0, tuple(spec.embedding))
         elif role == "weight":
@@ -70,18 +66,19 @@ def initial_values(case: Case) -> dict[str, np.ndarray]:
 
 
 def batch(case: Case, index: int, path: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Input and target for one step, fixed by the case seed and the batch index: float32, or for a
-    path that starts with an embedding, int64 row indices (one per sample; the padding row first, so
-    every batch looks it up)."""
+    """Input and target for one step, fixed by the case seed and the batch index: float32 (images
+    as batch x channels x height x width), or for a path that starts with an embedding, int64 row
+    indices (one per sample; the padding row first, so every batch looks it up)."""
     rng = np.random.default_rng([case.seed, 2, index])
-    first = case.model.layers[case.model.layers[path[0]].tie or path[0]]
+    first = case.model.spec(path[0])
+    shapes = case.model.shapes(path)
     if first.embedding:
         x = rng.integers(0, first.embedding[0], size=case.batch_size)
         if first.padding_idx is not None:
             x[0] = first.padding_idx
     else:
-        x = rng.normal(size=(case.batch_size, _width(case.model, path[0], 0))).astype(np.float32)
-    t = rng.normal(size=(case.batch_size, _width(case.model, path[-1], 1)))
+        x = rng.normal(size=(case.batch_size, *shapes[0])).astype(np.float32)
+    t = rng.normal(size=(case.batch_size, *shapes[-1]))
     return x, t.astype(np.float32)
 
 

@@ -25,7 +25,7 @@ SPEC_DIR = PACKAGE_DIR / "spec"
 RUNNERS_DIR = PACKAGE_DIR / "runners"
 
 TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm", "layernorm",
-          "embedding", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
+          "embedding", "conv", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
 # Matrix axes and the case field each one sets.
 AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
         "params": ("optimizer", "params"), "container": ("model", "container")}
@@ -199,11 +199,18 @@ DecayRate = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]  # momentum
 Default = Literal["default"]
 
 
+Kernel = Annotated[int, Field(ge=1, le=7, multiple_of=1)]
+KINDS = ("linear", "conv2d", "batchnorm", "layernorm", "embedding", "tie")
+
+
 class Layer(_Strict):
-    """Exactly one of: linear [in, out], batchnorm features, layernorm features (over the last axis,
-    with weight and bias), embedding [rows, dim] (looks up one integer index per sample; the first
-    layer of any path it is on), tie (alias of another layer)."""
+    """Exactly one of: linear [in, out] (flattens a channels x height x width input, in that order),
+    conv2d [in channels, out channels, kernel] (stride 1, zero padding kernel // 2: the image keeps
+    its size; weight laid out out x in x kh x kw), batchnorm features (over the channels of an image),
+    layernorm features (over the last axis, with weight and bias), embedding [rows, dim] (looks up
+    one integer index per sample; the first layer of any path it is on), tie (alias of another layer)."""
     linear: tuple[Width, Width] | None = None
+    conv2d: tuple[Width, Width, Kernel] | None = None
     batchnorm: Width | None = None
     layernorm: Width | None = None
     embedding: tuple[Width, Width] | None = None
@@ -216,15 +223,17 @@ class Layer(_Strict):
 
     @model_validator(mode="after")
     def _one_kind(self):
-        if sum(x is not None for x in (self.linear, self.batchnorm, self.layernorm, self.embedding, self.tie)) != 1:
-            raise ValueError("a layer needs exactly one of 'linear', 'batchnorm', 'layernorm', 'embedding', 'tie'")
+        if sum(getattr(self, k) is not None for k in KINDS) != 1:
+            raise ValueError(f"a layer needs exactly one of {', '.join(repr(k) for k in KINDS)}")
+        if self.conv2d and self.conv2d[2] % 2 == 0:
+            raise ValueError("a conv2d kernel must be odd: the image keeps its size with padding kernel // 2")
         if self.padding_idx is not None and not (self.embedding and self.padding_idx < self.embedding[0]):
             raise ValueError("'padding_idx' needs an embedding layer with more rows than it")
         return self
 
     @property
     def kind(self) -> str:
-        return next(k for k in ("linear", "batchnorm", "layernorm", "embedding", "tie") if getattr(self, k) is not None)
+        return next(k for k in KINDS if getattr(self, k) is not None)
 
     @property
     def width(self) -> int:
@@ -237,6 +246,17 @@ class Layer(_Strict):
         if self.embedding:
             return ("weight",)
         return LINEAR_PARAMS if self.bias or self.layernorm else ("weight",)
+
+    def weight_shape(self) -> tuple[int, ...]:
+        if self.conv2d:
+            c_in, c_out, k = self.conv2d
+            return (c_out, c_in, k, k)
+        return tuple(self.linear or self.embedding or (self.width,))
+
+    def out_features(self) -> int:
+        """Features (channels of an image) this layer gives."""
+        return self.linear[1] if self.linear else self.conv2d[1] if self.conv2d else \
+            self.embedding[1] if self.embedding else self.width
 
 
 Container = Literal["attributes", "framework_list", "plain_list", "framework_dict",
@@ -251,6 +271,36 @@ class Model(_Strict):
     contained: list[str] = []
     frozen: list[str] = []        # "layer" or "layer.param": marked not trainable
     detach_after: list[str] = []  # outputs of these layers pass through stop_gradient / detach
+    image_size: int = Field(4, ge=1, le=16)  # height and width of the images a conv2d path starts with
+
+    def spec(self, layer: str) -> Layer:
+        """The layer's own spec, or for a tie the spec of the layer it ties to."""
+        return self.layers[self.layers[layer].tie or layer]
+
+    def shapes(self, path: list[str]) -> list[tuple[int, ...]]:
+        """The activation shape of one sample before the path and after each of its layers (an
+        embedding's input: () for one index); ValueError where one layer cannot take the last."""
+        first = self.spec(path[0])
+        shape = () if first.embedding else (first.conv2d[0], self.image_size, self.image_size) if first.conv2d \
+            else (first.linear[0] if first.linear else first.width,)
+        out = [shape]
+        for name in path:
+            spec = self.spec(name)
+            if spec.embedding:
+                ok = shape == ()
+            elif spec.linear:
+                ok = math.prod(shape) == spec.linear[0] and shape != ()
+            elif spec.conv2d:
+                ok = len(shape) == 3 and shape[0] == spec.conv2d[0]
+            elif spec.batchnorm:
+                ok = len(shape) in (1, 3) and shape[0] == spec.batchnorm
+            else:
+                ok = shape == (spec.layernorm,)
+            if not ok:
+                raise ValueError(f"layer {name!r} ({spec.kind}) cannot take a {'x'.join(map(str, shape)) or 'index'} input")
+            shape = (spec.out_features(), *shape[1:]) if spec.conv2d or spec.width else (spec.out_features(),)
+            out.append(shape)
+        return out
 
 
 class Optimizer(_Strict):
@@ -370,6 +420,7 @@ class Case(_Strict):
             for name in step.path[1:]:
                 if layers[layers[name].tie or name].embedding:
                     raise ValueError(f"embedding {name!r} must be the first layer of a path: it takes integer indices")
+            self.model.shapes(step.path)
         for where, names in [("frozen", self.model.frozen), *[(f"steps.{i}.freeze", s.freeze) for i, s in enumerate(self.steps)],
                              *[(f"steps.{i}.unfreeze", s.unfreeze) for i, s in enumerate(self.steps)]]:
             for name in names:
@@ -418,6 +469,7 @@ def defaults_of(model: Model, optimizer: Optimizer) -> list[str]:
 FEATURES = {"defaults": "settings left to the framework's defaults",
             "layernorm": "LayerNorm layers",
             "embedding": "Embedding layers (integer inputs)",
+            "conv2d": "Conv2d layers (image inputs)",
             "freeze-steps": "freezing or unfreezing between steps",
             "lr-schedule": "learning-rate changes between steps",
             "no-decay": "excluding parameters from weight decay",
@@ -429,6 +481,7 @@ def features_of(case: Case) -> list[str]:
     used = {"defaults": bool(defaults_of(case.model, case.optimizer)),
             "layernorm": any(layer.layernorm for layer in case.model.layers.values()),
             "embedding": any(layer.embedding for layer in case.model.layers.values()),
+            "conv2d": any(layer.conv2d for layer in case.model.layers.values()),
             "freeze-steps": any(s.freeze or s.unfreeze for s in case.steps),
             "lr-schedule": any(s.lr is not None for s in case.steps),
             "no-decay": bool(case.optimizer.no_decay),

@@ -159,6 +159,9 @@ class DetachIgnored(ReferenceRunner):
     (LayerNormWithoutAffineGrad, ["layernorm-grads", "layernorm-training-numerics[sgd]"]),
     (LazyEmbeddingRows, ["embedding-rows-not-looked-up-decay[sgd]", "embedding-rows-not-looked-up-state[momentum]"]),
     (PaddingRowTrained, ["embedding-padding-row[sgd]"]),
+    (with_variants("plain-containers-unregistered"), ["seed-2-conv-blocks-in-plain-list[plain_list]"]),
+    (with_variants("clear-default-zero-fills"), ["seed-1-conv-decay-moves-unused-layer[sgd]"]),
+    (DetachIgnored, ["seed-3-conv-stop-gradient-vs-frozen[stop_gradient]"]),
 ])
 def test_mutant_semantics_are_caught(mutant, must_catch):
     results = verdicts(mutant)

@@ -61,20 +61,18 @@ def test_batchnorm_running_unbiased():
     assert (mean[0], var[0]) == pytest.approx((0.2, 1.1))
 
 
-def assert_backward_matches_finite_differences(layers, path, x, train, names):
+def assert_backward_matches_finite_differences(layers, path, x, train, names, **model_fields):
     """The oracle's gradients of `names` equal central differences of its own loss."""
-    model = Model.model_validate({"layers": layers})
+    model = Model.model_validate({"layers": layers, **model_fields})
     rng = np.random.default_rng(0)
     values = {}
     for name in param_names(model):
         layer, role = name.split(".")
         spec = model.layers[layer]
-        shape = tuple(spec.linear or spec.embedding or ()) if role == "weight" and (spec.linear or spec.embedding) \
-            else (spec.linear[1] if spec.linear else spec.width,)
+        shape = spec.weight_shape() if role == "weight" else (spec.out_features(),)
         values[name] = (1 + rng.random(shape)) if role == "running_var" else \
             (1 + 0.1 * rng.normal(size=shape)) if role == "weight" and spec.width else rng.normal(size=shape)
-    last = model.layers[path[-1]]
-    t = rng.normal(size=(len(x), last.linear[1] if last.linear else last.width))
+    t = rng.normal(size=(len(x), *model.shapes(path)[-1]))
 
     def loss_at(vals):
         runner = ref.ReferenceRunner()
@@ -93,7 +91,7 @@ def assert_backward_matches_finite_differences(layers, path, x, train, names):
             plus[name][idx] += 1e-6
             minus[name][idx] -= 1e-6
             numeric[idx] = (loss_at(plus) - loss_at(minus)) / 2e-6
-        np.testing.assert_allclose(grads[name], numeric, rtol=1e-5, atol=1e-8, err_msg=name)
+        np.testing.assert_allclose(grads[name], numeric, rtol=1e-5, atol=1e-7, err_msg=name)
     return grads
 
 
@@ -111,6 +109,24 @@ def test_layernorm_backward_matches_finite_differences():
     x = np.random.default_rng(1).normal(size=(6, 3))
     assert_backward_matches_finite_differences(layers, ["a", "ln", "b"], x, True,
                                                ["a.weight", "a.bias", "ln.weight", "ln.bias", "b.weight"])
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_conv2d_and_image_batchnorm_backward_match_finite_differences(train):
+    layers = {"c": {"conv2d": [2, 3, 3]}, "bn": {"batchnorm": 3}, "d": {"conv2d": [3, 2, 1], "bias": False},
+              "fc": {"linear": [18, 2]}}
+    x = np.random.default_rng(1).normal(size=(4, 2, 3, 3))
+    assert_backward_matches_finite_differences(
+        layers, ["c", "bn", "d", "fc"], x, train, ["c.weight", "c.bias", "bn.weight", "bn.bias", "d.weight", "fc.weight"],
+        image_size=3)
+
+
+def test_conv2d_is_a_cross_correlation_with_same_padding():
+    x = np.arange(9.0).reshape(1, 1, 3, 3)
+    weight = np.zeros((1, 1, 3, 3))
+    weight[0, 0, 0, 0] = 1.0  # picks the pixel up and left of each position (zero outside)
+    y, _ = ref.conv2d(x, weight, np.array([0.5]), pad=1)
+    assert y[0, 0].tolist() == [[0.5, 0.5, 0.5], [0.5, 0.5, 1.5], [0.5, 3.5, 4.5]]
 
 
 def test_embedding_backward_matches_finite_differences_and_skips_the_padding_row():
