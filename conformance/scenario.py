@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .runners.base import Runner, Unsupported
-from .schema import FEATURES, Case, Model, Step, defaults_of, features_of, param_names
+from .schema import FEATURES, Case, Step, defaults_of, features_of, param_names
 
 
 @dataclass
