@@ -14,6 +14,8 @@ observation with what this module computes for the same scenario. Its stance, st
 - `no_decay` parameters get neither coupled nor decoupled decay;
 - BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased;
 - LayerNorm normalises each sample over its features (biased variance) and has no running stats;
+- Dropout is the identity in eval mode; in train mode it draws its own mask (only qualitative
+  checks can look at such a step and after it);
 - an Embedding's gradient is dense, as torch's default: zero in the rows not looked up this step
   (so decay and optimizer state still move them), and zero in the padding row;
 - freezing stops a parameter's gradient only: a frozen BatchNorm in a train step still
@@ -185,6 +187,7 @@ class ReferenceRunner(Runner):
         self.compiled_modes = {}  # step path -> the mode its gradient function was first called in
         self.compiled_paths = set()  # paths run before: compiled-first-call-sets-grads
         self.decayed_ = set()  # parameters an update applied weight decay to
+        self.dropout_rng = np.random.default_rng(0)
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -263,6 +266,11 @@ class ReferenceRunner(Runner):
                 y, windows = conv2d(y, self.values_[self._param(layer, "weight")],
                                     self.values_[self._param(layer, "bias")] if spec.bias else None, spec.conv2d[2] // 2)
                 tape.append((layer, "conv2d", windows))
+            elif spec.dropout:
+                if self._train_mode(layer, train):  # the oracle's own mask: no framework shares it
+                    keep = self.dropout_rng.random(y.shape) >= spec.dropout
+                    tape.append((layer, "dropout", keep / (1.0 - spec.dropout)))
+                    y = y * tape[-1][2]
             elif spec.embedding:
                 tape.append((layer, "embedding", y.astype(np.int64)))
                 y = self.values_[self._param(layer, "weight")][y.astype(np.int64)]
@@ -326,6 +334,9 @@ class ReferenceRunner(Runner):
         for layer, kind, saved in reversed(tape):
             if kind == "flatten":
                 dy = dy.reshape(saved)
+                continue
+            if kind == "dropout":
+                dy = dy * saved
                 continue
             if kind == "conv2d":
                 spec = self.model.spec(layer)

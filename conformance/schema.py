@@ -25,7 +25,7 @@ SPEC_DIR = PACKAGE_DIR / "spec"
 RUNNERS_DIR = PACKAGE_DIR / "runners"
 
 TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm", "layernorm",
-          "embedding", "conv", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
+          "embedding", "conv", "dropout", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
 # Matrix axes and the case field each one sets.
 AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
         "params": ("optimizer", "params"), "container": ("model", "container")}
@@ -200,7 +200,7 @@ Default = Literal["default"]
 
 
 Kernel = Annotated[int, Field(ge=1, le=7, multiple_of=1)]
-KINDS = ("linear", "conv2d", "batchnorm", "layernorm", "embedding", "tie")
+KINDS = ("linear", "conv2d", "batchnorm", "layernorm", "embedding", "dropout", "tie")
 
 
 class Layer(_Strict):
@@ -208,13 +208,16 @@ class Layer(_Strict):
     conv2d [in channels, out channels, kernel] (stride 1, zero padding kernel // 2: the image keeps
     its size; weight laid out out x in x kh x kw), batchnorm features (over the channels of an image),
     layernorm features (over the last axis, with weight and bias), embedding [rows, dim] (looks up
-    one integer index per sample; the first layer of any path it is on), tie (alias of another layer)."""
+    one integer index per sample; the first layer of any path it is on), dropout rate (no parameters;
+    zeroes inputs at random in train mode and scales the rest by 1 / (1 - rate)), tie (alias of
+    another layer)."""
     linear: tuple[Width, Width] | None = None
     conv2d: tuple[Width, Width, Kernel] | None = None
     batchnorm: Width | None = None
     layernorm: Width | None = None
     embedding: tuple[Width, Width] | None = None
     padding_idx: Annotated[int, Field(ge=0)] | None = None  # embedding: the row that never gets a gradient
+    dropout: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
     tie: str | None = None
     bias: bool = True
     # BatchNorm: weight of the new batch in the running statistics
@@ -245,6 +248,8 @@ class Layer(_Strict):
             return BATCHNORM_PARAMS
         if self.embedding:
             return ("weight",)
+        if self.dropout:
+            return ()
         return LINEAR_PARAMS if self.bias or self.layernorm else ("weight",)
 
     def weight_shape(self) -> tuple[int, ...]:
@@ -294,11 +299,14 @@ class Model(_Strict):
                 ok = len(shape) == 3 and shape[0] == spec.conv2d[0]
             elif spec.batchnorm:
                 ok = len(shape) in (1, 3) and shape[0] == spec.batchnorm
+            elif spec.dropout:
+                ok = shape != ()
             else:
                 ok = shape == (spec.layernorm,)
             if not ok:
                 raise ValueError(f"layer {name!r} ({spec.kind}) cannot take a {'x'.join(map(str, shape)) or 'index'} input")
-            shape = (spec.out_features(), *shape[1:]) if spec.conv2d or spec.width else (spec.out_features(),)
+            if not spec.dropout:  # dropout keeps the shape
+                shape = (spec.out_features(), *shape[1:]) if spec.conv2d or spec.width else (spec.out_features(),)
             out.append(shape)
         return out
 
@@ -352,6 +360,9 @@ class Expect(_Strict):
     grad: dict[str, GradCheck] = {}
     value: dict[str, ValueCheck] = {}
     loss: Literal["reference"] | None = None
+    # two steps (forward-only, same batch, nothing updated between) whose losses must differ: a
+    # dropout layer active in the first and not in the second shows that way
+    loss_differs: tuple[int, int] | None = None
     in_optimizer: dict[str, int] = {}  # how many times the optimizer holds each parameter
     trainable: dict[str, bool] = {}
     # does the update program apply weight decay to the parameter (read where a run builds one)
@@ -399,6 +410,24 @@ class Case(_Strict):
     steps: list[Step] = Field(min_length=1, max_length=1000)
     expect: list[Expect] = Field(min_length=1)
 
+    def _no_reference_after_dropout(self, n_steps: int):
+        """A train-mode dropout draws its own random mask: no framework's matches the oracle's, so
+        `reference` checks may look only at steps before the first one that runs a dropout in train
+        mode (that step's own loss included)."""
+        steps = _unrolled_steps(self)
+        random = next((i for i, s in enumerate(steps) if s.train and any(self.model.spec(n).dropout for n in s.path)), None)
+        if random is None:
+            return
+        for e in self.expect:
+            refs = [f"grad {n}" for n, w in e.grad.items() if w == "reference"] + \
+                   [f"value {n}" for n, w in e.value.items() if w == "reference"] + (["loss"] if e.loss else [])
+            at = list(range(n_steps)) if e.step == "all" else [n_steps - 1] if e.step == "last" else \
+                [s % n_steps for s in (e.step if isinstance(e.step, list) else [e.step] if e.step is not None else [])]
+            late = [i for i in at if i >= random]
+            if refs and late:
+                raise ValueError(f"'{refs[0]}: reference' at step {late[0]}: step {random} runs a dropout in train mode, "
+                                 f"whose random mask no framework shares with the oracle")
+
     @model_validator(mode="after")
     def _few_instances(self):
         count = instance_count(self)
@@ -445,9 +474,10 @@ class Case(_Strict):
         if n_steps > 1000:
             raise ValueError(f"{n_steps} steps after repeat; at most 1000")
         for e in self.expect:
-            for step in e.step if isinstance(e.step, list) else [e.step]:
+            for step in [*(e.step if isinstance(e.step, list) else [e.step]), *(e.loss_differs or ())]:
                 if isinstance(step, int) and not -n_steps <= step < n_steps:
                     raise ValueError(f"step {step} out of range: the case has {n_steps} steps")
+        self._no_reference_after_dropout(n_steps)
         return self
 
 
@@ -470,6 +500,7 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "layernorm": "LayerNorm layers",
             "embedding": "Embedding layers (integer inputs)",
             "conv2d": "Conv2d layers (image inputs)",
+            "dropout": "Dropout layers",
             "freeze-steps": "freezing or unfreezing between steps",
             "lr-schedule": "learning-rate changes between steps",
             "no-decay": "excluding parameters from weight decay",
@@ -482,12 +513,17 @@ def features_of(case: Case) -> list[str]:
             "layernorm": any(layer.layernorm for layer in case.model.layers.values()),
             "embedding": any(layer.embedding for layer in case.model.layers.values()),
             "conv2d": any(layer.conv2d for layer in case.model.layers.values()),
+            "dropout": any(layer.dropout for layer in case.model.layers.values()),
             "freeze-steps": any(s.freeze or s.unfreeze for s in case.steps),
             "lr-schedule": any(s.lr is not None for s in case.steps),
             "no-decay": bool(case.optimizer.no_decay),
             "clip-norm": case.optimizer.clip_norm is not None,
             "no-clip": bool(case.optimizer.no_clip)}
     return [f for f in FEATURES if used[f]]
+
+
+def _unrolled_steps(case) -> list[Step]:
+    return [s for s in case.steps for _ in range(s.repeat)]
 
 
 def param_names(model: Model) -> list[str]:

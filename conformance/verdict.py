@@ -89,6 +89,9 @@ def probes(instance: Instance):
             yield f"value {name}", want, exp.step, "value", name
         if exp.loss:
             yield "loss", "reference", exp.step, "loss", None
+        if exp.loss_differs:
+            first, second = exp.loss_differs
+            yield f"loss at step {first} differs from step {second}", "differs", None, "loss_differs", (first, second)
         for name, count in exp.in_optimizer.items():
             yield f"optimizer holds {name}", count, None, "in_optimizer", name
         for name, want in exp.trainable.items():
@@ -114,6 +117,15 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
     for label, want, spec_step, kind, name in probes(instance):
         if not observed(kind, obs):
             continue  # the record lists it as not observed
+        if kind == "loss_differs":
+            def differ(o, pair=name):
+                a, b = (o.steps[i].loss for i in pair)
+                return not np.isclose(a, b, rtol=tol.rtol, atol=tol.atol), abs(a - b)
+            got, gap = differ(obs)
+            expected = True if against_spec else differ(other)[0]
+            show = lambda d: "differs" if d else "equal"
+            checks.append(Check(label, show(expected), f"{show(got)} (|difference| {gap:.1e})", got == expected))
+            continue
         if kind == "default":
             got, expected = obs.defaults[name], other.defaults[name]
             same = bool(np.allclose(got, expected, rtol=1e-5, atol=0))

@@ -125,6 +125,16 @@ class PaddingRowTrained(ReferenceRunner):
         super().build(model.model_copy(update={"layers": layers}), values)
 
 
+class DropoutNeverOn(ReferenceRunner):
+    def _train_mode(self, layer, train):
+        return False if self.model.spec(layer).dropout else super()._train_mode(layer, train)
+
+
+class DropoutAlwaysOn(ReferenceRunner):
+    def _train_mode(self, layer, train):
+        return True if self.model.spec(layer).dropout else super()._train_mode(layer, train)
+
+
 class DetachIgnored(ReferenceRunner):
     def build(self, model, values):
         super().build(model.model_copy(update={"detach_after": []}), values)
@@ -162,6 +172,9 @@ class DetachIgnored(ReferenceRunner):
     (with_variants("plain-containers-unregistered"), ["seed-2-conv-blocks-in-plain-list[plain_list]"]),
     (with_variants("clear-default-zero-fills"), ["seed-1-conv-decay-moves-unused-layer[sgd]"]),
     (DetachIgnored, ["seed-3-conv-stop-gradient-vs-frozen[stop_gradient]"]),
+    (with_variants("plain-contained-layers-stay-train"), ["dropout-in-container-follows-eval[plain_list]"]),
+    (DropoutNeverOn, ["dropout-on-in-train"]),
+    (DropoutAlwaysOn, ["dropout-off-in-eval", "dropout-in-container-follows-eval[framework_list]"]),
 ])
 def test_mutant_semantics_are_caught(mutant, must_catch):
     results = verdicts(mutant)

@@ -242,3 +242,13 @@ def test_bad_optimizer_settings(tmp_path, optimizer, needle):
 def test_freeze_names_must_exist(tmp_path):
     msg = error_of(tmp_path, GOOD.replace("{path: [a]}", "{path: [a], freeze: [b]}"))
     assert "unknown layer or parameter 'b' in 'steps.0.freeze'" in msg
+
+
+def test_no_reference_check_after_a_train_mode_dropout(tmp_path):
+    text = GOOD.replace("{linear: [2, 2]}", "{linear: [2, 2]}\n        d: {dropout: 0.5}").replace(
+        "{path: [a]}", "{path: [a, d], repeat: 2}").replace("{step: 0, grad: {a.weight: nonzero}}",
+                                                            "{step: 1, value: {a.weight: reference}}")
+    msg = error_of(tmp_path, text)
+    assert "'value a.weight: reference' at step 1: step 0 runs a dropout in train mode" in msg and "\n" not in msg
+    fine = text.replace("{step: 1, value: {a.weight: reference}}", "{step: 1, value: {a.weight: changed}}")
+    assert load_spec(write_spec(tmp_path, fine))
