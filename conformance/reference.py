@@ -110,6 +110,7 @@ VARIANT_DEFAULTS = {
     "adam-default-eps-1e-7": {("adam", "eps"): 1e-7, ("adamw", "eps"): 1e-7},
     "adamw-default-decay-0": {("adamw", "weight_decay"): 0.0},
     "adamw-default-decay-0.004": {("adamw", "weight_decay"): 0.004},
+    "momentum-default-0.9": {("momentum", "momentum"): 0.9},
 }
 
 
@@ -297,6 +298,9 @@ class ReferenceRunner(Runner):
                 self._accumulate(self._param(layer, "weight"), (dy * xhat).sum(0))
                 self._accumulate(self._param(layer, "bias"), dy.sum(0))
                 dxhat = dy * gamma
+                if kind == "layernorm" and "frozen-layernorm-grad-ignores-weight" in self.variants \
+                        and self._param(layer, "weight") in self.frozen:
+                    dxhat = dy
                 # batch statistics in train mode (axis 0), the sample's own in LayerNorm (axis -1)
                 dy = dxhat * inv_std if kind == "bn_eval" else \
                     normalise_backward(dxhat, xhat, inv_std, -1 if kind == "layernorm" else 0)
@@ -309,6 +313,8 @@ class ReferenceRunner(Runner):
             mode = "zeros"
         self.clear_mode = mode
         for name, g in self.grads_.items():
+            if "clear-skips-frozen" in self.variants and name in self.frozen:
+                continue
             self.grads_[name] = np.zeros_like(g) if (mode == "zeros" and g is not None) else None
 
     def _decay(self, name: str) -> tuple[float, float]:
@@ -334,7 +340,8 @@ class ReferenceRunner(Runner):
 
     def update(self):
         opt, v = self.opt, self.variants
-        live = [n for n in self.opt_params if self.grads_[n] is not None]
+        live = [n for n in self.opt_params if self.grads_[n] is not None
+                and not ("clear-skips-frozen" in self.variants and n in self.frozen)]
         clipped = [n for n in live if n not in opt.no_clip]
         scale = dict.fromkeys(live, 1.0)
         if opt.clip_global_norm is not None:
