@@ -160,6 +160,8 @@ class ReferenceRunner(Runner):
         self.unregistered = set(model.contained) if plain else set()
         self.compiled_modes = {}  # step path -> the mode its gradient function was first called in
         self.compiled_paths = set()  # paths run before: compiled-first-call-sets-grads
+        self.compiled_frozen = {}  # step path -> what was frozen at its first call: compiled-keeps-first-frozen
+        self._path_frozen = set()
         self.decayed_ = set()  # parameters an update applied weight decay to
 
     def _param(self, layer: str, role: str) -> str:
@@ -255,6 +257,8 @@ class ReferenceRunner(Runner):
         diff = y - np.asarray(target, dtype=np.float64)
         loss = float(np.mean(diff * diff))
         first_call = tuple(path) not in self.compiled_paths
+        self._path_frozen = self.compiled_frozen.setdefault(tuple(path), set(self.frozen)) \
+            if "compiled-keeps-first-frozen" in self.variants else set()
         self.compiled_paths.add(tuple(path))
         # a path's first compiled call overwrites: each parameter's first contribution replaces its gradient
         self._set_once = set() if first_call and "compiled-first-call-sets-grads" in self.variants else None
@@ -277,6 +281,8 @@ class ReferenceRunner(Runner):
 
     def _accumulate(self, name, g):
         if name in self.frozen and not ("frozen-still-trained" in self.variants and name in self.opt_params):
+            return
+        if name in self._path_frozen:  # compiled-keeps-first-frozen: unfrozen since the path's first call
             return
         if self._set_once is not None and name not in self._set_once:
             self._set_once.add(name)
@@ -341,7 +347,7 @@ class ReferenceRunner(Runner):
     def update(self):
         opt, v = self.opt, self.variants
         live = [n for n in self.opt_params if self.grads_[n] is not None
-                and not ("clear-skips-frozen" in self.variants and n in self.frozen)]
+                and not ("step-skips-frozen" in self.variants and n in self.frozen)]
         clipped = [n for n in live if n not in opt.no_clip]
         scale = dict.fromkeys(live, 1.0)
         if opt.clip_global_norm is not None:

@@ -101,9 +101,15 @@ VARIANTS: dict[str, Variant] = {
         "freezing a BatchNorm stops its parameters' gradients only: in a train step it still normalises "
         "with the batch and updates its running statistics"),
     "clear-skips-frozen": Variant(
-        "clearing gradients skips frozen parameters: one frozen after a backward keeps its last gradient, "
-        "and the step skips it",
+        "clearing gradients skips frozen parameters: one frozen after a backward keeps its last gradient",
         "clearing gradients clears every parameter's gradient, frozen or not"),
+    "step-skips-frozen": Variant(
+        "the optimizer step skips frozen parameters, even one that holds a gradient",
+        "the optimizer step updates every parameter it holds that has a gradient, frozen or not"),
+    "compiled-keeps-first-frozen": Variant(
+        "a compiled step keeps the frozen parameters of its first call: one unfrozen later still gets no "
+        "gradient from that step's program, and does not train",
+        "a compiled step follows the parameters' current trainable flags"),
     "frozen-layernorm-grad-ignores-weight": Variant(
         "a LayerNorm whose weight is frozen passes its input the gradient computed as if the weight were 1",
         "a LayerNorm passes its input the gradient through its weight, frozen or not"),

@@ -232,9 +232,9 @@ class StaticProgram:
                 else:
                     chosen = [params[self._var(n)] for n in self.optimizer.params if self._var(n) in params]
                 no_decay = {self._var(n) for n in self.optimizer.no_decay}
-                if no_decay and chosen is None and self.optimizer.name != "adamw":
-                    # parameter groups need the list minimize() would take: the trainable ones
-                    chosen = [p for p in params.values() if not p.stop_gradient]
+                if no_decay and self.optimizer.name != "adamw":
+                    raise Unsupported("minimize() in a static Program takes no parameter groups (its backward "
+                                      "rejects a list of dicts): no per-group weight_decay")
                 opt = self._new_optimizer(chosen, no_decay)
                 _, params_grads = opt.minimize(loss)
         names = {self._var(n): n for n in param_names(self.model)}

@@ -191,9 +191,7 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
         if no_decay:
             if optimizer.name == "adamw":  # the docs' way: a predicate on the parameter's name
                 kw["apply_decay_param_fun"] = lambda name: name not in no_decay
-            elif parameters is None:
-                raise Unsupported("parameter groups need the parameter list, which this program leaves to minimize()")
-            else:  # parameter groups, the excluded ones with weight_decay 0
+            else:  # parameter groups, the excluded ones with weight_decay 0 (dygraph: graph.py refuses them)
                 groups = [{"params": [p for p in parameters if p.name not in no_decay]},
                           {"params": [p for p in parameters if p.name in no_decay], "weight_decay": 0.0}]
                 kw["parameters"] = [g for g in groups if g["params"]]
