@@ -643,6 +643,11 @@ OPTIMIZERS = {"sgd": paddle.optimizer.SGD, "momentum": paddle.optimizer.Momentum
 PADDLE_ARG = {"lr": "learning_rate", "weight_decay": "weight_decay", "momentum": "momentum", "eps": "epsilon"}
 
 
+def test_features_are_the_engines_names():
+    from conformance.schema import FEATURES
+    assert PaddleRunner.features <= set(FEATURES) and "layernorm" in PaddleRunner.features
+
+
 @pytest.mark.parametrize("instance_id", sorted(i for i in SPEC if i.startswith("default-")))
 def test_defaults_read_back_are_the_constructors(instance_id):
     """Every setting a case leaves to default reads back as the default of Paddle's constructor
