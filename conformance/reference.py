@@ -137,6 +137,7 @@ VARIANT_DEFAULTS = {
     "adam-default-eps-1e-7": {("adam", "eps"): 1e-7, ("adamw", "eps"): 1e-7},
     "adamw-default-decay-0": {("adamw", "weight_decay"): 0.0},
     "adamw-default-decay-0.004": {("adamw", "weight_decay"): 0.004},
+    "momentum-default-0.9": {("momentum", "momentum"): 0.9},
 }
 
 
@@ -186,6 +187,8 @@ class ReferenceRunner(Runner):
         self.unregistered = set(model.contained) if plain else set()
         self.compiled_modes = {}  # step path -> the mode its gradient function was first called in
         self.compiled_paths = set()  # paths run before: compiled-first-call-sets-grads
+        self.compiled_frozen = {}  # step path -> what was frozen at its first call: compiled-keeps-first-frozen
+        self._path_frozen = set()
         self.decayed_ = set()  # parameters an update applied weight decay to
         self.dropout_rng = np.random.default_rng(0)
 
@@ -301,6 +304,8 @@ class ReferenceRunner(Runner):
         diff = y - np.asarray(target, dtype=np.float64)
         loss = float(np.mean(diff * diff))
         first_call = tuple(path) not in self.compiled_paths
+        self._path_frozen = self.compiled_frozen.setdefault(tuple(path), set(self.frozen)) \
+            if "compiled-keeps-first-frozen" in self.variants else set()
         self.compiled_paths.add(tuple(path))
         # a path's first compiled call overwrites: each parameter's first contribution replaces its gradient
         self._set_once = set() if first_call and "compiled-first-call-sets-grads" in self.variants else None
@@ -323,6 +328,8 @@ class ReferenceRunner(Runner):
 
     def _accumulate(self, name, g):
         if name in self.frozen and not ("frozen-still-trained" in self.variants and name in self.opt_params):
+            return
+        if name in self._path_frozen:  # compiled-keeps-first-frozen: unfrozen since the path's first call
             return
         if self._set_once is not None and name not in self._set_once:
             self._set_once.add(name)
@@ -372,6 +379,9 @@ class ReferenceRunner(Runner):
                 self._accumulate(self._param(layer, "weight"), (dy * xhat).sum(params))
                 self._accumulate(self._param(layer, "bias"), dy.sum(params))
                 dxhat = dy * gamma
+                if kind == "layernorm" and "frozen-layernorm-grad-ignores-weight" in self.variants \
+                        and self._param(layer, "weight") in self.frozen:
+                    dxhat = dy
                 dy = dxhat * inv_std if kind == "bn_eval" else normalise_backward(dxhat, xhat, inv_std, stats)
 
     clear_mode: ClearMode = "default"
@@ -382,6 +392,8 @@ class ReferenceRunner(Runner):
             mode = "zeros"
         self.clear_mode = mode
         for name, g in self.grads_.items():
+            if "clear-skips-frozen" in self.variants and name in self.frozen:
+                continue
             self.grads_[name] = np.zeros_like(g) if (mode == "zeros" and g is not None) else None
 
     def _decay(self, name: str) -> tuple[float, float]:
@@ -407,7 +419,8 @@ class ReferenceRunner(Runner):
 
     def update(self):
         opt, v = self.opt, self.variants
-        live = [n for n in self.opt_params if self.grads_[n] is not None]
+        live = [n for n in self.opt_params if self.grads_[n] is not None
+                and not ("step-skips-frozen" in self.variants and n in self.frozen)]
         clipped = [n for n in live if n not in opt.no_clip]
         scale = dict.fromkeys(live, 1.0)
         if opt.clip_global_norm is not None:

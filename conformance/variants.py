@@ -100,6 +100,19 @@ VARIANTS: dict[str, Variant] = {
         "inference one",
         "freezing a BatchNorm stops its parameters' gradients only: in a train step it still normalises "
         "with the batch and updates its running statistics"),
+    "clear-skips-frozen": Variant(
+        "clearing gradients skips frozen parameters: one frozen after a backward keeps its last gradient",
+        "clearing gradients clears every parameter's gradient, frozen or not"),
+    "step-skips-frozen": Variant(
+        "the optimizer step skips frozen parameters, even one that holds a gradient",
+        "the optimizer step updates every parameter it holds that has a gradient, frozen or not"),
+    "compiled-keeps-first-frozen": Variant(
+        "a compiled step keeps the frozen parameters of its first call: one unfrozen later still gets no "
+        "gradient from that step's program, and does not train",
+        "a compiled step follows the parameters' current trainable flags"),
+    "frozen-layernorm-grad-ignores-weight": Variant(
+        "a LayerNorm whose weight is frozen passes its input the gradient computed as if the weight were 1",
+        "a LayerNorm passes its input the gradient through its weight, frozen or not"),
     # ---- constructor defaults (settings a case leaves to the framework; the reference's are torch's)
     "bn-default-momentum-0.99": Variant(
         "a BatchNorm built without momentum keeps 0.99 of its running statistics per batch (the new "
@@ -120,4 +133,7 @@ VARIANTS: dict[str, Variant] = {
     "adamw-default-decay-0.004": Variant(
         "AdamW built without weight_decay decays by 0.004 (lr-scaled, as its explicit decay)",
         "AdamW's default weight_decay is 0.01"),
+    "momentum-default-0.9": Variant(
+        "a momentum optimizer built without momentum uses 0.9",
+        "a momentum optimizer built without momentum uses 0 (torch SGD's default: plain SGD)"),
 }

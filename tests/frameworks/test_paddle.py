@@ -291,11 +291,19 @@ def test_version_is_a_plain_str():
 # ---------------------------------------------------------------- the full run
 # Divergences reproduced only with a variant no Paddle page states (link: null in runners/paddle/known.yaml);
 # each confirmed by a standalone snippet (and a test above).
-EXPLAINED_UNDOCUMENTED = {
+EXPLAINED_EVERYWHERE = {
     # ParamAttr L2Decay with AdamW: coupled L2 on top of the decoupled weight_decay
     # (snip_adamw_regularizer.py; test_adamw_param_attr_regularizer_adds_to_decoupled_decay)
     "per-param-decay-overrides[adamw]",
+    # a frozen LayerNorm's input gradient as if its weight were 1 (snip_frozen_layernorm_grad.py;
+    # test_frozen_layernorm_passes_the_gradient_as_if_its_weight_were_one)
+    "layernorm-frozen-passes-gradient",
 }
+# the loop's clear_grad() keeps a frozen parameter's last gradient, step() skips it
+# (snip_clear_skips_frozen.py; test_clear_grad_skips_frozen_and_step_skips_them): dygraph and to_static
+FROZEN_KEEPS_GRAD = {f"freeze-after-optimizer[{o},{c}]" for o in ("sgd", "momentum", "adam", "adamw")
+                     for c in ("default", "none")}
+EXPLAINED_UNDOCUMENTED = EXPLAINED_EVERYWHERE | FROZEN_KEEPS_GRAD
 
 
 def full_run(tmp_path, *args):
@@ -623,6 +631,230 @@ def test_trainer_refuses_eval_steps():
         runner.train_step(case.steps[0].path, x, t, train=False)
 
 
+# ---------------------------------------------------------------- issue 14: defaults, LayerNorm, freezing,
+# decay exclusion, per-variable clipping, learning-rate changes
+def _signature_default(cls, arg):
+    import inspect
+    return inspect.signature(cls.__init__).parameters[arg].default
+
+
+OPTIMIZERS = {"sgd": paddle.optimizer.SGD, "momentum": paddle.optimizer.Momentum,
+              "adam": paddle.optimizer.Adam, "adamw": paddle.optimizer.AdamW}
+PADDLE_ARG = {"lr": "learning_rate", "weight_decay": "weight_decay", "momentum": "momentum", "eps": "epsilon"}
+
+
+def test_features_are_the_engines_names():
+    from conformance.schema import FEATURES
+    assert PaddleRunner.features <= set(FEATURES) and "layernorm" in PaddleRunner.features
+
+
+@pytest.mark.parametrize("instance_id", sorted(i for i in SPEC if i.startswith("default-")))
+def test_defaults_read_back_are_the_constructors(instance_id):
+    """Every setting a case leaves to default reads back as the default of Paddle's constructor
+    signature (an independent source: the adapter reads the built objects), in the spec's convention."""
+    case = SPEC[instance_id].case
+    obs = observe(PaddleRunner("cpu"), case)
+    assert obs.defaults, "the case leaves something to default"
+    for name, got in obs.defaults.items():
+        owner, field = name.split(".")
+        if owner == "optimizer":
+            cls = OPTIMIZERS[case.optimizer.name]
+            if field == "betas":
+                want = [_signature_default(cls, "beta1"), _signature_default(cls, "beta2")]
+            else:
+                want = _signature_default(cls, PADDLE_ARG[field])
+                want = 0.0 if want is None else want  # weight_decay=None: no regularizer
+        elif case.model.layers[owner].batchnorm:
+            want = _signature_default(paddle.nn.BatchNorm1D, "momentum" if field == "momentum" else "epsilon")
+            want = 1.0 - want if field == "momentum" else want  # the new batch's weight
+        else:
+            want = _signature_default(paddle.nn.LayerNorm, "epsilon")
+        assert got == pytest.approx(want, rel=1e-7), name
+
+
+def test_default_momentum_is_left_out_of_the_constructor():
+    """default-momentum through the adapter equals Momentum(learning_rate=0.1) written without momentum;
+    snip_momentum_default.py: Paddle's is 0.9 (variant momentum-default-0.9), torch SGD's 0."""
+    case = SPEC["default-momentum"].case
+    obs = observe(PaddleRunner("cpu"), case)
+    assert obs.defaults == {"optimizer.momentum": pytest.approx(0.9)}
+    a, b = _linear_pair(case)
+    opt = paddle.optimizer.Momentum(learning_rate=0.1, parameters=a.parameters() + b.parameters())
+    _train(case, a, b, opt, 3)
+    np.testing.assert_array_equal(obs.steps[-1].values["a.weight"], a.weight.numpy())
+    assert suite_record("default-momentum").verdict == "divergence"
+
+
+def _linear_pair(case):
+    init = initial_values(case)
+    a, b = paddle.nn.Linear(4, 3), paddle.nn.Linear(3, 2)
+    for layer, name in ((a, "a"), (b, "b")):
+        layer.weight.set_value(init[f"{name}.weight"])
+        layer.bias.set_value(init[f"{name}.bias"])
+    return a, b
+
+
+def _train(case, a, b, opt, steps):
+    for index in range(steps):
+        opt.clear_grad()
+        x, t = batch(case, index, ["a", "b"])
+        ((b(a(paddle.to_tensor(x))) - paddle.to_tensor(t)) ** 2).mean().backward()
+        opt.step()
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
+def test_no_decay_is_paddles_own_way(optimizer):
+    """no-decay-biases: parameter groups with weight_decay 0 (SGD), apply_decay_param_fun (AdamW), each
+    equal to the hand-written code; and different from decaying the biases (the exclusion acts)."""
+    case = SPEC[f"no-decay-biases[{optimizer}]"].case
+    obs = observe(PaddleRunner("cpu"), case)
+    results = {}
+    for exclude in (True, False):
+        a, b = _linear_pair(case)
+        biases, weights = [a.bias, b.bias], [a.weight, b.weight]
+        if optimizer == "sgd":
+            params = [{"params": weights}, {"params": biases, "weight_decay": 0.0}] if exclude else weights + biases
+            opt = paddle.optimizer.SGD(0.1, parameters=params, weight_decay=0.1)
+        else:
+            names = {p.name for p in biases}
+            opt = paddle.optimizer.AdamW(0.1, parameters=weights + biases, weight_decay=0.1,
+                                         apply_decay_param_fun=(lambda n: n not in names) if exclude else None)
+        _train(case, a, b, opt, 2)
+        results[exclude] = b.bias.numpy()
+    np.testing.assert_array_equal(obs.steps[-1].values["b.bias"], results[True])
+    assert not np.allclose(results[True], results[False])
+    assert suite_record(f"no-decay-biases[{optimizer}]").verdict == "conform"
+
+
+def test_clip_norm_and_need_clip_are_paddles():
+    """clip-excluded-param[per_variable]: ClipGradByNorm with ParamAttr(need_clip=False) on b.bias,
+    equal to the hand-written code; without need_clip=False b.bias would be clipped."""
+    case = SPEC["clip-excluded-param[per_variable]"].case
+    obs = observe(PaddleRunner("cpu"), case)
+    results = {}
+    for need_clip in (False, True):
+        init = initial_values(case)
+        a = paddle.nn.Linear(4, 3)
+        b = paddle.nn.Linear(3, 2, bias_attr=paddle.ParamAttr(need_clip=need_clip))
+        for layer, name in ((a, "a"), (b, "b")):
+            layer.weight.set_value(init[f"{name}.weight"])
+            layer.bias.set_value(init[f"{name}.bias"])
+        opt = paddle.optimizer.SGD(0.1, parameters=a.parameters() + b.parameters(),
+                                   grad_clip=paddle.nn.ClipGradByNorm(clip_norm=0.05))
+        _train(case, a, b, opt, 2)
+        results[need_clip] = (a.weight.numpy(), b.bias.numpy())
+    np.testing.assert_array_equal(obs.steps[-1].values["a.weight"], results[False][0])
+    np.testing.assert_array_equal(obs.steps[-1].values["b.bias"], results[False][1])
+    assert not np.allclose(results[False][1], results[True][1])
+
+
+def test_set_lr_is_paddles():
+    """lr-change[momentum]: opt.set_lr between steps, equal to the hand-written code."""
+    case = SPEC["lr-change[momentum]"].case
+    obs = observe(PaddleRunner("cpu"), case)
+    a, b = _linear_pair(case)
+    opt = paddle.optimizer.Momentum(0.1, momentum=0.9, weight_decay=0.05, parameters=a.parameters() + b.parameters())
+    for index, lr in enumerate([None, 0.02, 0.3]):
+        if lr is not None:
+            opt.set_lr(lr)
+        opt.clear_grad()
+        x, t = batch(case, index, ["a", "b"])
+        ((b(a(paddle.to_tensor(x))) - paddle.to_tensor(t)) ** 2).mean().backward()
+        opt.step()
+        np.testing.assert_array_equal(obs.steps[index].values["a.weight"], a.weight.numpy())
+    assert suite_record("lr-change[momentum]").verdict == "conform"
+
+
+def test_layer_level_freeze_of_a_batchnorm():
+    """frozen-bn-stats-move[layer]: the adapter freezes the layer with requires_grad_(False) (Paddle 3;
+    2.6 the same loop over parameters()); its statistics still move, its weight does not."""
+    runner, case = started(PaddleRunner("cpu"), "frozen-bn-stats-move[layer]")
+    assert [p.stop_gradient for p in runner.layers["bn"].parameters()] == [True, True, True, True]
+    obs = observe(PaddleRunner("cpu"), case)
+    assert not obs.trainable["bn.weight"] and not obs.trainable["bn.bias"]
+    assert not np.array_equal(obs.steps[0].values["bn.running_mean"], obs.initial["bn.running_mean"])
+    np.testing.assert_array_equal(obs.steps[-1].values["bn.weight"], obs.initial["bn.weight"])
+    assert suite_record("frozen-bn-stats-move[layer]").verdict == "conform"
+
+
+def test_clear_grad_skips_frozen_and_step_skips_them():
+    """UNDOCUMENTED divergence freeze-after-optimizer[*] (snippet snip_clear_skips_frozen.py, variants
+    clear-skips-frozen and step-skips-frozen): a parameter frozen once it has a gradient keeps it
+    through clear_grad(), and step() does not apply it (nor the decay)."""
+    for set_to_zero in (True, False):
+        a, b = two_layers()
+        opt = paddle.optimizer.SGD(0.1, parameters=a.parameters() + b.parameters(), weight_decay=0.5)
+        x = paddle.randn([8, 4])
+        b(a(x)).pow(2).mean().backward()
+        last = a.weight.grad.numpy().copy()
+        a.weight.stop_gradient = True
+        opt.clear_grad(set_to_zero=set_to_zero)
+        assert np.array_equal(a.weight.grad.numpy(), last) and np.any(last)
+        before = a.weight.numpy().copy()
+        b(a(x)).pow(2).mean().backward()
+        opt.step()
+        assert np.array_equal(a.weight.numpy(), before)
+    assert suite_record("freeze-after-optimizer[sgd,default]").verdict == "divergence"
+
+
+def test_frozen_layernorm_passes_the_gradient_as_if_its_weight_were_one():
+    """UNDOCUMENTED divergence layernorm-frozen-passes-gradient (snippet snip_frozen_layernorm_grad.py,
+    variant frozen-layernorm-grad-ignores-weight)."""
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((6, 5)).astype("float32")
+    gamma = rng.uniform(0.5, 1.5, 5).astype("float32")
+    upstream = rng.standard_normal((6, 5)).astype("float32")
+
+    def input_grad(weight, frozen):
+        ln = paddle.nn.LayerNorm(5)
+        ln.weight.set_value(weight)
+        ln.weight.stop_gradient = frozen
+        x = paddle.to_tensor(x0, stop_gradient=False)
+        (ln(x) * paddle.to_tensor(upstream)).sum().backward()  # dy = upstream, whatever the weight
+        return x.grad.numpy()
+
+    # frozen with weight gamma: as trainable with weight 1; trainable with gamma differs
+    np.testing.assert_allclose(input_grad(gamma, True), input_grad(np.ones(5, "float32"), False), atol=1e-6)
+    assert not np.allclose(input_grad(gamma, True), input_grad(gamma, False), atol=1e-3)
+    assert suite_record("layernorm-frozen-passes-gradient").verdict == "divergence"
+
+
+def test_to_static_keeps_the_first_calls_frozen_parameters():
+    """UNDOCUMENTED divergence unfreeze-resumes[*] under to_static (snippet
+    snip_to_static_keeps_trainable.py, variant compiled-keeps-first-frozen); dygraph conforms."""
+    graph = run_instance(PaddleRunner("cpu", "graph"), SPEC["unfreeze-resumes[sgd,default]"],
+                         profile(load_known("paddle"), paddle.__version__, "graph", "loop", "to_static"))
+    assert graph.verdict == "divergence" and graph.explained_by
+    assert "compiled-keeps-first-frozen" in {v.name for v in graph.explained_by.variants}
+    assert suite_record("unfreeze-resumes[sgd,default]").verdict == "conform"
+
+
+def test_static_program_freezes_by_rebuilding_and_refuses_what_it_cannot_express():
+    def static(instance_id):
+        return run_instance(PaddleRunner("cpu", "graph", backend="static"), SPEC[instance_id],
+                            profile(load_known("paddle"), paddle.__version__, "graph", "loop", "static"))
+    assert static("unfreeze-resumes[momentum,default]").verdict == "conform"
+    assert static("no-decay-biases[adamw]").verdict == "conform"
+    for instance_id, reason in [("lr-change[sgd]", "set_lr is dygraph-only"),
+                                ("no-decay-biases[sgd]", "takes no parameter groups")]:
+        record = static(instance_id)
+        assert record.verdict == "unsupported" and reason in record.reason
+
+
+def test_minimize_takes_no_parameter_groups():
+    """Why the static program and hapi's trainer refuse no_decay outside AdamW: minimize() rejects
+    the parameter groups the dygraph loop uses."""
+    lin = paddle.nn.Linear(3, 2)
+    opt = paddle.optimizer.SGD(0.1, parameters=[{"params": [lin.weight]}, {"params": [lin.bias], "weight_decay": 0.0}],
+                               weight_decay=0.1)
+    loss = lin(paddle.ones([4, 3])).mean()
+    loss.backward()
+    with pytest.raises((TypeError, ValueError), match="must be list of Tensor, but got dict"):  # 3.x / 2.6
+        opt.minimize(loss)
+    record = run_instance(PaddleRunner("cpu", api="trainer"), SPEC["no-decay-biases[sgd]"], PROFILE)
+    assert record.verdict == "unsupported" and "no parameter groups" in record.reason
+
+
 # ---------------------------------------------------------------- the full runs of the other axes
 @pytest.mark.xfail(paddle.__version__ < "3", strict=True, reason=(
     "Paddle 2.6's SOT runs some compiled paths as dygraph in a long run (a cache hit runs no subgraph); "
@@ -634,26 +866,33 @@ def test_full_run_graph_to_static(tmp_path):
     assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
     unexplained, unused = profile_gaps(doc)
     assert not unexplained and not unused
-    # accumulate-across-unused: compiled-first-call-sets-grads (snip_to_static_first_call_grads.py)
-    assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED | {"accumulate-across-unused"}
+    # accumulate-across-unused: compiled-first-call-sets-grads (snip_to_static_first_call_grads.py);
+    # unfreeze-resumes: compiled-keeps-first-frozen (snip_to_static_keeps_trainable.py)
+    assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED | {"accumulate-across-unused"} | {
+        f"unfreeze-resumes[{o},{p}]" for o in ("sgd", "momentum", "adam", "adamw") for p in ("default", "all")}
 
 
 def test_full_run_graph_static(tmp_path):
     """runners/paddle/known.yaml scopes dygraph's variants a static program does not have to to_static."""
     doc = full_run(tmp_path, "--mode", "graph", "--backend", "static")
     assert not {v.name for v in doc.profile} & {"clear-default-zero-fills", "plain-containers-unregistered",
-                                               "bn-stats-in-parameters", "compiled-first-call-sets-grads"}
+                                               "bn-stats-in-parameters", "compiled-first-call-sets-grads",
+                                               "clear-skips-frozen", "step-skips-frozen", "compiled-keeps-first-frozen"}
     assert (doc.environment.mode, doc.environment.backend) == ("graph", "static")
     verdicts = {c.id: c.verdict for c in doc.cases}
     assert set(verdicts.values()) <= {"conform", "divergence", "unsupported"}, "no errors"
     assert all(verdicts[i] == "conform" for i in SPEC if i.startswith("seed-4-"))
-    # what a static program cannot express is only explicit clearing and backward apart from the update
+    # what a static program cannot express: explicit clearing, backward apart from the update, set_lr,
+    # and minimize() with parameter groups (no_decay outside AdamW)
     assert {c.reason for c in doc.cases if c.verdict == "unsupported"} == {
         "a static program has no clear_grad: each run computes its gradients afresh",
-        "a static program runs minimize()'s update with its backward: no backward without update"}
+        "a static program runs minimize()'s update with its backward: no backward without update",
+        "Optimizer.set_lr is dygraph-only: a Program built by minimize() holds its learning rate",
+        "minimize() in a static Program takes no parameter groups (its backward rejects a list of dicts): "
+        "no per-group weight_decay"}
     unexplained, unused = profile_gaps(doc)
     assert not unexplained and not unused
-    assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED
+    assert explained_undocumented(doc) == EXPLAINED_EVERYWHERE
 
 
 def test_full_run_trainer(tmp_path):
@@ -664,6 +903,9 @@ def test_full_run_trainer(tmp_path):
     assert verdicts["seed-1-decay-moves-unused-layer[sgd]"] == "divergence"  # train_batch zero-fills too
     unexplained, unused = profile_gaps(doc)
     assert not unexplained
-    # its only cases (train-mode-reaches-contained) run a train-mode forward alone: hapi has none
-    assert unused == ["plain-contained-layers-stay-train"]
-    assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED
+    # plain-contained-layers-stay-train: its only cases (train-mode-reaches-contained) run a train-mode
+    # forward alone, hapi has none; step-skips-frozen keeps the profile from predicting that a parameter
+    # frozen between train_batch calls moves (without it the zeros clear_gradients() fills in would decay
+    # it): the trainer conforms there, so no divergence needs it
+    assert unused == ["plain-contained-layers-stay-train", "step-skips-frozen"]
+    assert explained_undocumented(doc) == EXPLAINED_EVERYWHERE

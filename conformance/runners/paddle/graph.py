@@ -140,12 +140,28 @@ class StaticProgram:
     def _attrs(self, layer, role):
         name = f"{layer}.{role}"
         kw = {"name": name}
-        if name in frozen_params(self.model):
+        if name in self.frozen_now:
             kw["trainable"] = False
         coeff = self.optimizer.regularizers.get(name) if hasattr(self, "optimizer") else None
         if coeff is not None:
             kw["regularizer"] = paddle.regularizer.L2Decay(coeff)
+        if hasattr(self, "optimizer") and name in self.optimizer.no_clip:
+            kw["need_clip"] = False
         return paddle.ParamAttr(**kw)
+
+    def _static_set_trainable(self, names, trainable):
+        """Freezing between steps: a Program's trainable flags are fixed when minimize() builds its
+        backward, so the next steps run programs built with the new ParamAttr(trainable=...); they
+        share the parameters and the optimizer state by name, as every program of the case does."""
+        params = param_names(self.model)
+        for name in names:
+            chosen = {p for p in params if p == name or p.startswith(name + ".")}
+            self.frozen_now = self.frozen_now - chosen if trainable else self.frozen_now | chosen
+
+    def _static_defaults(self):
+        if self.definition is None:
+            self.definition = self._static_definition()
+        return self.definition[2]
 
     def _static_build(self, model, values):
         self.scope = paddle.static.Scope()
@@ -157,13 +173,15 @@ class StaticProgram:
         self.grads_live = False
         self.static_ops = {}  # parameter -> update / regularization ops of the programs that ran
         self.values0 = {n: np.asarray(v, dtype=np.float32) for n, v in values.items()}
+        self.frozen_now = frozen_params(model)  # ParamAttr(trainable=False) of the next programs built
 
     def _static_definition(self):
         """The model defined once in a Program without a loss: what its parameters are."""
         main, startup = paddle.static.Program(), paddle.static.Program()
         with _static_mode(), paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
-            self._make_layers(self.model, self._attrs)
+            layers, _ = self._make_layers(self.model, self._attrs)
             params = {p.name: p for p in main.global_block().all_parameters()}
+            settings = self.read_defaults(self.model, self.optimizer, layers, self._new_optimizer(None))
             names = {self._var(n): n for n in param_names(self.model)}
             trainable = {names[v]: not p.stop_gradient for v, p in params.items()}
             if self.optimizer.params == "default":
@@ -174,7 +192,7 @@ class StaticProgram:
                 held = [names[v] for v in params]
             else:
                 held = list(self.optimizer.params)
-        return trainable, held
+        return trainable, held, settings
 
     @property
     def static_trainable(self):
@@ -189,7 +207,7 @@ class StaticProgram:
         return self.definition[1]
 
     def _static_program(self, path, train, backward, shape):
-        key = (tuple(path), train, backward)
+        key = (tuple(path), train, backward, frozenset(self.frozen_now))
         if key in self.programs:
             return self.programs[key]
         main, startup = paddle.static.Program(), paddle.static.Program()
@@ -213,7 +231,11 @@ class StaticProgram:
                     chosen = list(params.values())
                 else:
                     chosen = [params[self._var(n)] for n in self.optimizer.params if self._var(n) in params]
-                opt = self._new_optimizer(parameters=chosen)
+                no_decay = {self._var(n) for n in self.optimizer.no_decay}
+                if no_decay and self.optimizer.name != "adamw":
+                    raise Unsupported("minimize() in a static Program takes no parameter groups (its backward "
+                                      "rejects a list of dicts): no per-group weight_decay")
+                opt = self._new_optimizer(chosen, no_decay)
                 _, params_grads = opt.minimize(loss)
         names = {self._var(n): n for n in param_names(self.model)}
         grads = [(names[p.name], g) for p, g in params_grads]

@@ -8,8 +8,11 @@ backend "static": the static-graph Program run by an Executor), trainer.py --api
 "Default" clearing is plain `opt.clear_grad()`, whatever its default is in the installed version
 (Paddle 3: set_to_zero=True). Linear weights are stored (in, out), the canonical layout. The
 BatchNorm statistics `_mean` / `_variance` are parameters in Paddle (stop_gradient=True), so they
-are part of `model.parameters()`. Freezing is `param.stop_gradient = True`; `param.trainable` is the
-same flag seen from the other side (its setter sets stop_gradient = not trainable).
+are part of `model.parameters()`. Freezing a parameter is `param.stop_gradient = True`; `param.trainable`
+is the same flag seen from the other side (its setter sets stop_gradient = not trainable). Freezing a
+layer is `layer.requires_grad_(False)` (Paddle 3; 2.6 has no layer-level switch: the loop it runs, over
+layer.parameters(), is written out). A setting the case leaves to "default" is left out of the
+constructor; defaults() reads back what the built layer or optimizer holds.
 """
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ with warnings.catch_warnings():  # paddle warns at import about ccache; not ours
 # BatchNorm warns on every train-mode forward that it tracks running statistics: noise, not a finding
 warnings.filterwarnings("ignore", message="When training, we now always track global mean and variance")
 
-from ..base import Runner, Unavailable, build_layers, frozen_params, hold
-from ...schema import Model, Optimizer, param_names
+from ..base import Runner, Unavailable, Unsupported, build_layers, hold
+from ...schema import Model, Optimizer, defaults_of, param_names
 from .graph import StaticProgram, ToStatic
 from .trainer import HapiTrainer
 
@@ -38,12 +41,42 @@ class _Net(paddle.nn.Layer):
         return self.run_path(x)
 
 
+
+def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt) -> dict[str, object]:
+    """What the built layers and optimizer hold for each setting left to "default", in the spec's
+    convention (BatchNorm momentum: the new batch's weight, 1 - paddle's momentum)."""
+    out = {}
+    for name in defaults_of(model, optimizer):
+        owner, field = name.split(".")
+        if owner != "optimizer":
+            layer = layers[owner]
+            out[name] = 1.0 - float(layer._momentum) if field == "momentum" else float(layer._epsilon)
+        elif field == "lr":
+            out[name] = float(opt._learning_rate)
+        elif field == "weight_decay":
+            if optimizer.name == "adamw":
+                out[name] = float(opt._weight_decay)
+            else:  # L2Decay(coeff) or None; Momentum moves it into its fused update
+                reg = opt.regularization
+                out[name] = float(reg._coeff) if reg is not None else float(getattr(opt, "_regularization_coeff", 0.0))
+        elif field == "momentum":
+            out[name] = float(opt._momentum)
+        elif field == "betas":
+            out[name] = [float(opt._beta1), float(opt._beta2)]
+        else:
+            out[name] = float(opt._epsilon)
+    return out
+
+
 class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     framework = "paddle"
     devices = ("cpu", "cuda", "ascend")
     modes = ("eager", "graph")
     apis = ("loop", "trainer")
     backends = ("to_static", "static")
+    # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip"})
+    read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
     # n_mean / n_variance in a static program (graph.py)
     roles = {"weight": "weight", "bias": "bias", "running_mean": "_mean", "running_var": "_variance"}
@@ -82,11 +115,15 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
             if spec.linear:
                 return paddle.nn.Linear(*spec.linear, weight_attr=a("weight"),
                                         bias_attr=(a("bias") if spec.bias else False))
+            kw = {} if spec.eps == "default" else {"epsilon": spec.eps}  # "default": left out
+            if spec.layernorm:
+                return paddle.nn.LayerNorm(spec.layernorm, weight_attr=a("weight"), bias_attr=a("bias"), **kw)
             # paddle's momentum weighs the old statistic: the opposite of the neutral one; `name`
             # names the statistics name_mean / name_variance in a static program
-            return paddle.nn.BatchNorm1D(spec.batchnorm, momentum=1.0 - spec.momentum, epsilon=spec.eps,
-                                         weight_attr=a("weight"), bias_attr=a("bias"),
-                                         name=None if attrs is None else name)
+            if spec.momentum != "default":
+                kw["momentum"] = 1.0 - spec.momentum
+            return paddle.nn.BatchNorm1D(spec.batchnorm, weight_attr=a("weight"), bias_attr=a("bias"),
+                                         name=None if attrs is None else name, **kw)
 
         layers = build_layers(model, make)  # a tie is the same Layer object
         attributes, container = hold(model, layers, paddle.nn.LayerList, paddle.nn.LayerDict)
@@ -107,8 +144,7 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
                         for name in param_names(model)}
         for name, tensor in self.tensors.items():
             tensor.set_value(np.asarray(values[name], dtype=np.float32))
-        for name in frozen_params(model):
-            self.tensors[name].stop_gradient = True
+        self.set_trainable(model.frozen, False)
         self.names = {id(t): n for n, t in self.tensors.items()}
         self.hapi = None  # trainer.py: hapi's Model, made at the case's first step
         if self.mode == "graph":
@@ -127,31 +163,73 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
         for name, coeff in optimizer.regularizers.items():
             # what ParamAttr(regularizer=L2Decay(coeff)) sets; the docs say it wins over the optimizer's
             self.tensors[name].regularizer = paddle.regularizer.L2Decay(coeff)
-        self.opt = self._new_optimizer(params)
+        for name in optimizer.no_clip:
+            self.tensors[name].need_clip = False  # what ParamAttr(need_clip=False) sets
+        self.opt = self._new_optimizer(params, {self.tensors[n].name for n in optimizer.no_decay})
 
-    def _new_optimizer(self, parameters):
+    def _new_optimizer(self, parameters, no_decay=frozenset()):
         """The paddle optimizer a user writes for self.optimizer over `parameters` (the static
-        program's minimize() makes one per program too)."""
+        program's minimize() makes one per program too); `no_decay`: the names (Tensor.name) of the
+        parameters excluded from weight decay. A setting left to "default" is left out."""
         optimizer = self.optimizer
-        kw = dict(learning_rate=optimizer.lr, parameters=parameters)
+        kw = dict(parameters=parameters)
+        if optimizer.lr != "default":
+            kw["learning_rate"] = optimizer.lr
         if optimizer.clip_global_norm is not None:
             kw["grad_clip"] = paddle.nn.ClipGradByGlobalNorm(clip_norm=optimizer.clip_global_norm)
-        if optimizer.name != "adamw" and optimizer.weight_decay:
-            kw["weight_decay"] = optimizer.weight_decay  # a float means L2Decay(weight_decay)
-        if optimizer.name == "sgd":
-            return paddle.optimizer.SGD(**kw)
-        if optimizer.name == "momentum":
-            return paddle.optimizer.Momentum(momentum=optimizer.momentum, **kw)
-        if optimizer.name == "adam":
-            return paddle.optimizer.Adam(beta1=optimizer.betas[0], beta2=optimizer.betas[1], epsilon=optimizer.eps, **kw)
-        # AdamW's weight_decay is the decoupled coefficient (default 0.01: always pass it)
-        return paddle.optimizer.AdamW(beta1=optimizer.betas[0], beta2=optimizer.betas[1], epsilon=optimizer.eps,
-                                      weight_decay=optimizer.weight_decay, **kw)
+        if optimizer.clip_norm is not None:
+            kw["grad_clip"] = paddle.nn.ClipGradByNorm(clip_norm=optimizer.clip_norm)  # each gradient alone
+        if optimizer.weight_decay != "default" and (optimizer.name == "adamw" or optimizer.weight_decay):
+            # a float: L2Decay(weight_decay) for sgd/momentum/adam, the decoupled coefficient for AdamW
+            kw["weight_decay"] = optimizer.weight_decay
+        if optimizer.name in ("adam", "adamw"):
+            if optimizer.betas != "default":
+                kw["beta1"], kw["beta2"] = optimizer.betas
+            if optimizer.eps != "default":
+                kw["epsilon"] = optimizer.eps
+        if optimizer.name == "momentum" and optimizer.momentum != "default":
+            kw["momentum"] = optimizer.momentum
+        if no_decay:
+            if optimizer.name == "adamw":  # the docs' way: a predicate on the parameter's name
+                kw["apply_decay_param_fun"] = lambda name: name not in no_decay
+            else:  # parameter groups, the excluded ones with weight_decay 0 (dygraph: graph.py refuses them)
+                groups = [{"params": [p for p in parameters if p.name not in no_decay]},
+                          {"params": [p for p in parameters if p.name in no_decay], "weight_decay": 0.0}]
+                kw["parameters"] = [g for g in groups if g["params"]]
+        return {"sgd": paddle.optimizer.SGD, "momentum": paddle.optimizer.Momentum,
+                "adam": paddle.optimizer.Adam, "adamw": paddle.optimizer.AdamW}[optimizer.name](**kw)
 
     def optimizer_params(self):
         if self.static:
             return list(self.static_opt_params)
-        return [self.names.get(id(p), "<unnamed tensor>") for p in self.opt._parameter_list]
+        held = [p for group in self.opt._param_groups
+                for p in (group["params"] if isinstance(group, dict) else [group])]
+        return [self.names.get(id(p), "<unnamed tensor>") for p in held]
+
+    # ------------------------------------------------------------ settings, freezing, learning rate
+    def defaults(self):
+        if self.static:
+            return self._static_defaults()
+        return self.read_defaults(self.model, self.optimizer, self.layers, self.opt)
+
+    def set_trainable(self, names, trainable):
+        if self.static:
+            return self._static_set_trainable(names, trainable)
+        for name in names:
+            if name in self.layers:  # the layer-level switch
+                layer = self.layers[name]
+                if hasattr(layer, "requires_grad_"):
+                    layer.requires_grad_(trainable)
+                else:  # Paddle 2.6: what Paddle 3's requires_grad_ does
+                    for p in layer.parameters():
+                        p.stop_gradient = not trainable
+            else:
+                self.tensors[name].stop_gradient = not trainable
+
+    def set_lr(self, lr):
+        if self.static:
+            raise Unsupported("Optimizer.set_lr is dygraph-only: a Program built by minimize() holds its learning rate")
+        self.opt.set_lr(lr)
 
     # ------------------------------------------------------------ one step
     def _run_path(self, path, x):

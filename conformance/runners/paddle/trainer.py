@@ -36,6 +36,8 @@ class HapiTrainer:
         return float(np.asarray(self.hapi.eval_batch([x], [target])[0]).item())
 
     def train_step(self, path, x, target, train):
+        if isinstance(self.opt._parameter_list[0], dict):  # runner.py: no_decay outside AdamW
+            raise Unsupported("hapi's train_batch calls Optimizer.minimize(), which takes no parameter groups")
         if not train:
             raise Unsupported("hapi Model.train_batch always switches the network to train mode")
         self._prepare_trainer(path)
