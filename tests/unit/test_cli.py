@@ -34,7 +34,8 @@ def test_run_writes_complete_results(capsys, tmp_path):
     assert doc.complete and doc.schema_version == 2
     assert {c.base_id for c in doc.cases} == {f"seed-{n}-{s}" for n, s in [
         (1, "decay-moves-unused-layer"), (2, "plain-list-sublayers"), (3, "stop-gradient-vs-frozen"),
-        (4, "bn-stats-not-regularized"), (5, "unused-bn-grad")]}
+        (4, "bn-stats-not-regularized"), (5, "unused-bn-grad"), (1, "conv-decay-moves-unused-layer"),
+        (2, "conv-blocks-in-plain-list"), (3, "conv-stop-gradient-vs-frozen")]}
     env = doc.environment
     assert env.framework == "reference" and env.device == "cpu" and env.mode == "eager"
     assert env.python and env.numpy and env.platform and env.suite_sha and len(env.spec_hash) == 16
