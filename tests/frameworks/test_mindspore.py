@@ -198,19 +198,25 @@ def _load(dense, init, name):
     dense.bias.set_data(Tensor(init[f"{name}.bias"]))
 
 
+def _dense_net(case, **shapes):
+    """A user's Cell with one nn.Dense(in, out) attribute per name, loaded with the case's initial values."""
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            for name, shape in shapes.items():
+                setattr(self, name, nn.Dense(*shape))
+    net = Net()
+    init = initial_values(case)
+    for name in shapes:
+        _load(getattr(net, name), init, name)
+    return net
+
+
 def test_adapter_is_faithful_to_plain_mindspore_code():
     """seed-1 through the adapter equals the same schedule written by hand in MindSpore."""
     case = SPEC["seed-1-decay-moves-unused-layer[momentum]"].case
     obs = observe(MindSporeRunner("cpu"), case)
-
-    class Net(nn.Cell):
-        def __init__(self):
-            super().__init__()
-            self.first, self.second = nn.Dense(4, 4), nn.Dense(4, 2)
-    net = Net()
-    init = initial_values(case)
-    _load(net.first, init, "first")
-    _load(net.second, init, "second")
+    net = _dense_net(case, first=(4, 4), second=(4, 2))
     opt = nn.Momentum(net.trainable_params(), learning_rate=0.1, momentum=0.9, weight_decay=0.0005)
     net.set_train()
     for index, path in enumerate([[net.first, net.second], [net.second]]):
@@ -231,15 +237,7 @@ def test_adapter_accumulates_as_the_documented_accumulator():
     (the MindSpore tutorials' Accumulator), then one optimizer(grads)."""
     case = SPEC["two-backward-accumulate"].case
     obs = observe(MindSporeRunner("cpu"), case)
-
-    class Net(nn.Cell):
-        def __init__(self):
-            super().__init__()
-            self.a, self.b = nn.Dense(4, 3), nn.Dense(3, 2)
-    net = Net()
-    init = initial_values(case)
-    _load(net.a, init, "a")
-    _load(net.b, init, "b")
+    net = _two_dense(case)
     opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
     grad_fn = ms.value_and_grad(lambda x, t: ((net.b(net.a(x)) - t) ** 2).mean(), None, opt.parameters)
     net.set_train()
@@ -290,15 +288,7 @@ def test_clearing_to_none_is_unsupported():
 # ---------------------------------------------------------------- issue 14: defaults, LayerNorm, freezing
 # between steps, decay exclusion, per-tensor clipping, learning-rate changes
 def _two_dense(case):
-    class Net(nn.Cell):
-        def __init__(self):
-            super().__init__()
-            self.a, self.b = nn.Dense(4, 3), nn.Dense(3, 2)
-    net = Net()
-    init = initial_values(case)
-    _load(net.a, init, "a")
-    _load(net.b, init, "b")
-    return net
+    return _dense_net(case, a=(4, 3), b=(3, 2))
 
 
 def _train(net, opt, case, update=None):
