@@ -26,6 +26,19 @@ unless per-parameter coefficients ask for parameter groups); adam is nn.Adam, ad
 nn.AdamWeightDecay (MindSpore's mapping of torch.optim.AdamW). Clipping is ops.clip_by_global_norm on
 the gradient tuple before optimizer(grads).
 
+Issue 14 features. A "default" setting is left out of the constructor and `defaults()` reads what the
+built object holds (optimizer.learning_rate / weight_decay / eps / beta1, beta2; BatchNorm1d.momentum,
+which is 1 - the constructor's momentum, i.e. already the new batch's weight; BatchNorm1d.eps,
+LayerNorm.epsilon); nn.Momentum has no default learning_rate or momentum (required): Unsupported.
+LayerNorm is nn.LayerNorm((width,), epsilon=eps), gamma/beta exchanged as weight/bias. Freezing sets
+Parameter.requires_grad: MindSpore has no layer-level switch (a Cell has no requires_grad), so a layer
+name sets it on the layer's weight and bias (statistics are never trainable), at build and between
+steps alike. A learning-rate change is ops.assign on the optimizer's learning_rate Parameter, as
+MindSpore's LearningRateScheduler callback does (Parameter.set_data is not seen by a PyNative step).
+no_decay is a group {'params': ..., 'weight_decay': 0.0} (with the per-parameter groups). clip_norm is
+ops.clip_by_norm on each gradient tensor alone (on a tuple it would clip by the joint norm); no_clip
+leaves those gradients out of either clipping and out of the global norm.
+
 --mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE),
 as the seed-3 report does. There value_and_grad returns a @jit function: forward and backward are
 one graph, compiled at its first call and reused after (one per step path, as grad_fn is made once
