@@ -135,6 +135,8 @@ VARIANT_DEFAULTS = {
     "norm-default-eps-1e-3": {("batchnorm", "eps"): 1e-3, ("layernorm", "eps"): 1e-3},
     "layernorm-default-eps-1e-7": {("layernorm", "eps"): 1e-7},
     "adam-default-eps-1e-7": {("adam", "eps"): 1e-7, ("adamw", "eps"): 1e-7},
+    "adamw-default-eps-1e-6": {("adamw", "eps"): 1e-6},
+    "sgd-default-lr-0.1": {("sgd", "lr"): 0.1},
     "adamw-default-decay-0": {("adamw", "weight_decay"): 0.0},
     "adamw-default-decay-0.004": {("adamw", "weight_decay"): 0.004},
     "momentum-default-0.9": {("momentum", "momentum"): 0.9},
@@ -210,7 +212,8 @@ class ReferenceRunner(Runner):
             roles = ("weight", "bias", "running_mean", "running_var") if "bn-stats-in-parameters" in self.variants \
                 else ("weight", "bias")
             self.opt_params = [k for k in self.values_ if k.split(".")[1] in roles and self._registered(k)
-                               and not (k in self.frozen and "frozen-still-trained" in self.variants)]
+                               and not (k in self.frozen and self.variants & {"frozen-still-trained",
+                                                                               "default-collection-skips-frozen"})]
         elif optimizer.params == "all":
             self.opt_params = [k for k in self.values_ if self._registered(k)]
         else:

@@ -43,6 +43,11 @@ VARIANTS: dict[str, Variant] = {
         "an optimizer built from it): handed to the gradient call and the optimizer explicitly, it gets "
         "its gradient and is updated and decayed",
         "a frozen parameter receives no gradient, so no optimizer moves it"),
+    "default-collection-skips-frozen": Variant(
+        "the model's default parameter collection leaves out the parameters frozen when it is taken: an "
+        "optimizer built from it never holds them, so a parameter unfrozen later gets no update",
+        "an optimizer built from the model's default collection holds its frozen parameters too: "
+        "unfreezing one later trains it"),
     # ---- parameter collections and modes
     "plain-containers-unregistered": Variant(
         "layers kept in a plain list, dict or tuple are not registered: the model's parameter collection "
@@ -127,6 +132,12 @@ VARIANTS: dict[str, Variant] = {
     "adam-default-eps-1e-7": Variant(
         "Adam and AdamW built without epsilon use 1e-7",
         "the default epsilon of Adam and AdamW is 1e-8"),
+    "adamw-default-eps-1e-6": Variant(
+        "AdamW built without epsilon uses 1e-6",
+        "the default epsilon of Adam and AdamW is 1e-8"),
+    "sgd-default-lr-0.1": Variant(
+        "SGD built without a learning rate steps with 0.1",
+        "the default learning rate of every optimizer is 1e-3"),
     "adamw-default-decay-0": Variant(
         "AdamW built without weight_decay does not decay",
         "AdamW's default weight_decay is 0.01"),

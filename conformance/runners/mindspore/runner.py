@@ -26,6 +26,19 @@ unless per-parameter coefficients ask for parameter groups); adam is nn.Adam, ad
 nn.AdamWeightDecay (MindSpore's mapping of torch.optim.AdamW). Clipping is ops.clip_by_global_norm on
 the gradient tuple before optimizer(grads).
 
+Issue 14 features. A "default" setting is left out of the constructor and `defaults()` reads what the
+built object holds (optimizer.learning_rate / weight_decay / eps / beta1, beta2; BatchNorm1d.momentum,
+which is 1 - the constructor's momentum, i.e. already the new batch's weight; BatchNorm1d.eps,
+LayerNorm.epsilon); nn.Momentum has no default learning_rate or momentum (required): Unsupported.
+LayerNorm is nn.LayerNorm((width,), epsilon=eps), gamma/beta exchanged as weight/bias. Freezing sets
+Parameter.requires_grad: MindSpore has no layer-level switch (a Cell has no requires_grad), so a layer
+name sets it on the layer's weight and bias (statistics are never trainable), at build and between
+steps alike. A learning-rate change is ops.assign on the optimizer's learning_rate Parameter, as
+MindSpore's LearningRateScheduler callback does (Parameter.set_data is not seen by a PyNative step).
+no_decay is a group {'params': ..., 'weight_decay': 0.0} (with the per-parameter groups). clip_norm is
+ops.clip_by_norm on each gradient tensor alone (on a tuple it would clip by the joint norm); no_clip
+leaves those gradients out of either clipping and out of the global norm.
+
 --mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE),
 as the seed-3 report does. There value_and_grad returns a @jit function: forward and backward are
 one graph, compiled at its first call and reused after (one per step path, as grad_fn is made once
@@ -52,8 +65,8 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from ..base import Runner, Unavailable, Unsupported, build_layers, frozen_params, hold
-from ...schema import Model, Optimizer, param_names
+from ..base import Runner, Unavailable, Unsupported, build_layers, hold
+from ...schema import FEATURES, Model, Optimizer, defaults_of, param_names
 from .graph import compiled_update, keep_ir_out_of_cwd
 from .trainer import one_step_cell
 
@@ -96,12 +109,21 @@ def first_line(fn, *args):
         raise type(exc)(lines[0]) from exc
 
 
+def _scalar(value) -> float:
+    """A setting as the built object holds it (a float, a Tensor or Parameter of one value) as a float."""
+    array = np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value, dtype=np.float64).reshape(-1)
+    if array.size != 1 and not np.all(array == array[0]):
+        raise Unsupported(f"the built object holds several values for one setting: {array.tolist()}")
+    return float(array[0])
+
+
 class MindSporeRunner(Runner):
     framework = "mindspore"
     devices = ("cpu", "cuda", "ascend")
     modes = ("eager", "graph")
     apis = ("loop", "trainer")
     backends = ("GRAPH_MODE",)
+    features = frozenset(FEATURES)
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
@@ -125,7 +147,14 @@ class MindSporeRunner(Runner):
         def make(name, spec):
             if spec.linear:
                 return nn.Dense(*spec.linear, has_bias=spec.bias)
-            return nn.BatchNorm1d(spec.batchnorm, eps=spec.eps, momentum=1.0 - spec.momentum)
+            # a "default" setting is left out of the constructor, as a user who does not set it
+            if spec.layernorm:
+                eps = {} if spec.eps == "default" else {"epsilon": spec.eps}
+                return nn.LayerNorm((spec.layernorm,), **eps)
+            kw = {} if spec.eps == "default" else {"eps": spec.eps}
+            if spec.momentum != "default":
+                kw["momentum"] = 1.0 - spec.momentum
+            return nn.BatchNorm1d(spec.batchnorm, **kw)
 
         self.layers = layers = build_layers(model, make)  # a tie is the same Cell object
         attributes, container = hold(model, layers, nn.CellList, nn.CellDict)
@@ -142,11 +171,25 @@ class MindSporeRunner(Runner):
             self.params[name] = getattr(cell, role if model.layers[layer].linear else ROLES[role])
         for name, param in self.params.items():
             param.set_data(ms.Tensor(self._to_ms(name, values[name])))
-        for name in frozen_params(model):
-            self.params[name].requires_grad = False
         self.names = {id(p): n for n, p in self.params.items()}
         self.models = {}
         self.acc = None  # the gradient tuple the next optimizer(grads) gets
+        self._set_requires_grad(model.frozen, False)
+
+    def _set_requires_grad(self, names, trainable):
+        """MindSpore has no layer-level switch (a Cell has no requires_grad; its docs freeze Parameters
+        one by one): a layer name sets requires_grad on the layer's weight and bias (gamma and beta;
+        BatchNorm statistics are never trainable), a `layer.param` name on that Parameter."""
+        for name in names:
+            if name in self.model.layers:
+                targets = [f"{name}.{role}" for role in ("weight", "bias") if f"{name}.{role}" in self.params]
+            else:
+                targets = [name]
+            for target in targets:
+                self.params[target].requires_grad = trainable
+
+    def set_trainable(self, names, trainable):
+        self._set_requires_grad(names, trainable)
 
     def _is_linear_weight(self, name):
         layer, role = name.split(".")
@@ -164,29 +207,81 @@ class MindSporeRunner(Runner):
         else:
             params = [self.params[n] for n in optimizer.params]
         params = list(params)
-        if optimizer.regularizers:  # per-parameter decay: MindSpore's parameter groups
-            special = [p for p in params if self.names.get(id(p)) in optimizer.regularizers]
-            groups = [{"params": [p for p in params if all(p is not s for s in special)]}]
-            groups += [{"params": [p], "weight_decay": optimizer.regularizers[self.names[id(p)]]} for p in special]
+        self.opt_spec = optimizer
+        if optimizer.regularizers or optimizer.no_decay:  # MindSpore's parameter groups
+            # no_decay: a group with weight_decay 0.0; per-parameter coefficients: a group each; the
+            # rest: a group without its own weight_decay (the optimizer's applies)
+            def own(p):
+                name = self.names.get(id(p))
+                if name in optimizer.no_decay:
+                    return 0.0
+                return optimizer.regularizers.get(name)
+            groups = [{"params": [p for p in params if own(p) is None]}]
+            groups += [{"params": [p], "weight_decay": own(p)} for p in params if own(p) is not None]
             params = [g for g in groups if g["params"]]
-        kw = dict(learning_rate=optimizer.lr, weight_decay=optimizer.weight_decay)
+        # a "default" setting is left out of the constructor, as a user who does not set it
+        kw = {k: v for k, v in (("learning_rate", optimizer.lr), ("weight_decay", optimizer.weight_decay))
+              if v != "default"}
         if optimizer.name == "sgd":
             self.opt = nn.SGD(params, **kw)
         elif optimizer.name == "momentum":
+            for field, arg in (("lr", "learning_rate"), ("momentum", "momentum")):
+                if getattr(optimizer, field) == "default":
+                    raise Unsupported(f"nn.Momentum has no default {arg}: it is a required argument")
             self.opt = nn.Momentum(params, momentum=optimizer.momentum, **kw)
         else:
             cls = nn.Adam if optimizer.name == "adam" else nn.AdamWeightDecay
-            b1, b2 = optimizer.betas
-            self.opt = cls(params, beta1=b1, beta2=b2, eps=optimizer.eps, **kw)
+            if optimizer.betas != "default":
+                kw["beta1"], kw["beta2"] = optimizer.betas
+            if optimizer.eps != "default":
+                kw["eps"] = optimizer.eps
+            self.opt = cls(params, **kw)
         self.clip = optimizer.clip_global_norm
+        self.clip_norm = optimizer.clip_norm
+        # the optimizer's parameters that are clipped (and count in the global norm): all but no_clip
+        clipped = [i for i, p in enumerate(self.opt.parameters) if self.names.get(id(p)) not in optimizer.no_clip]
+        every = len(clipped) == len(self.opt.parameters)
         self.grad_fns = {}
         self.trainers = {}
 
         def apply(grads):
-            if self.clip is not None:
+            if self.clip is not None and every:
                 grads = ops.clip_by_global_norm(grads, self.clip)
+            elif self.clip is not None:  # clip only the others: no_clip is left out of the global norm
+                some = ops.clip_by_global_norm(tuple(grads[i] for i in clipped), self.clip)
+                grads = list(grads)
+                for j, i in enumerate(clipped):
+                    grads[i] = some[j]
+                grads = tuple(grads)
+            elif self.clip_norm is not None:  # per tensor: clip_by_norm of a tuple would clip by the joint norm
+                grads = list(grads)
+                for i in clipped:
+                    grads[i] = ops.clip_by_norm(grads[i], self.clip_norm)
+                grads = tuple(grads)
             return self.opt(grads)
         self.apply = compiled_update(apply) if self.graph else apply
+
+    def set_lr(self, lr):
+        # the optimizer keeps its learning rate in a Parameter; MindSpore's own LearningRateScheduler
+        # callback changes it with F.assign (Parameter.set_data is not seen by a PyNative optimizer step)
+        ops.assign(self.opt.learning_rate, ms.Tensor(lr, ms.float32))
+
+    def defaults(self):
+        """Read from the built objects. nn.BatchNorm1d's constructor takes the old statistic's weight
+        and stores 1 - momentum in its `momentum` attribute: the new batch's weight, the spec's convention."""
+        out = {}
+        for name in defaults_of(self.model, self.opt_spec):
+            owner, field = name.split(".")
+            if owner == "optimizer":
+                read = {"lr": lambda o: o.learning_rate, "weight_decay": lambda o: o.weight_decay,
+                        "momentum": lambda o: o.momentum, "betas": lambda o: (o.beta1, o.beta2),
+                        "eps": lambda o: o.eps}[field]
+                value = read(self.opt)
+            else:
+                cell = self.layers[owner]  # nn.LayerNorm names its epsilon `epsilon`
+                value = getattr(cell, "epsilon" if field == "eps" and self.model.layers[owner].layernorm else field)
+            out[name] = [_scalar(v) for v in value] if field == "betas" else _scalar(value)
+        return out
 
     def optimizer_params(self):
         return [self.names.get(id(p), f"<{p.name}>") for p in self.opt.parameters]
@@ -240,7 +335,8 @@ class MindSporeRunner(Runner):
     def train_step(self, path, x, target, train):
         key = tuple(path)
         if key not in self.trainers:  # made once per path, as the model Cell is
-            self.trainers[key] = one_step_cell(self._model(path), self.opt, self.clip)
+            self.trainers[key] = one_step_cell(self._model(path), self.opt,
+                                               self.clip is not None or self.clip_norm is not None)
         trainer = self.trainers[key]
         trainer.set_train(train)  # Model.train calls set_train() on it; an eval step asks for set_train(False)
         return float(first_line(trainer, ms.Tensor(x), ms.Tensor(target)).asnumpy())

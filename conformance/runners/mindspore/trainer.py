@@ -8,8 +8,8 @@ from mindspore import nn
 from ..base import Unsupported
 
 
-def one_step_cell(model, opt, clip):
+def one_step_cell(model, opt, clips):
     """The network Model.train builds around the model Cell of a step path and the case's optimizer."""
-    if clip is not None:
+    if clips:
         raise Unsupported("nn.TrainOneStepCell (what Model.train builds) does not clip gradients")
     return nn.TrainOneStepCell(nn.WithLossCell(model, nn.MSELoss()), opt)
