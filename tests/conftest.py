@@ -78,3 +78,16 @@ def profile_gaps(doc) -> tuple[list[str], list[str]]:
 def explained_undocumented(doc) -> set[str]:
     """Divergences reproduced only with a variant no upstream page states (link: null)."""
     return {c.id for c in doc.cases if c.explained_by}
+
+
+def lacking(case) -> str | None:
+    """The spec feature (schema.FEATURES) an unsupported case needs and the adapter does not
+    express, from the engine's reason; None for any other case."""
+    from conformance.schema import FEATURES
+    if case.verdict != "unsupported" or " adapter does not express " not in case.reason:
+        return None
+    return next(f for f, what in FEATURES.items() if case.reason.endswith(f"does not express {what}"))
+
+
+def missing_features(doc) -> set[str]:
+    return {f for c in doc.cases if (f := lacking(c))}

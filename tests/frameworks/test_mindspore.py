@@ -19,8 +19,8 @@ from conformance.execute import run_instance
 from conformance.runners.base import Unavailable, Unsupported
 from conformance.runners.mindspore import MindSporeRunner
 from conformance.scenario import batch, initial_values, observe
-from conformance.schema import SPEC_DIR, load_known, load_spec, profile
-from conftest import explained_undocumented, profile_gaps
+from conformance.schema import SPEC_DIR, features_of, load_known, load_spec, profile
+from conftest import explained_undocumented, lacking, missing_features, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
 PROFILE = profile(load_known("mindspore"), ms.__version__)
@@ -503,26 +503,14 @@ def test_version_is_a_plain_str():
 
 
 # ---------------------------------------------------------------- the full run
-# Every MindSpore divergence is reproduced by its documented variants (runners/mindspore/known.yaml), but
-# one: clip-before-l2[adamw], which the profile reproduces to 2.3e-5 at its second step (float32: after a
-# clipped first step, nn.AdamWeightDecay's uncorrected m / sqrt(v) amplifies rounding; tolerance 1e-5 +
-# 1e-4 * |value|), reported as a spec tolerance question, not a semantic variant. The instances it cannot
-# express clear gradients to None, which MindSpore's functional gradients do not have, or leave
-# nn.Momentum's required learning_rate / momentum to a default.
-FLOAT32_RESIDUAL = {"clip-before-l2[adamw]"}
+# Every MindSpore divergence is reproduced by its documented variants (runners/mindspore/known.yaml).
+# The instances it cannot express clear gradients to None, which MindSpore's functional gradients do
+# not have, or leave nn.Momentum's required learning_rate / momentum to a default; those needing a
+# spec feature the adapter does not express yet are the engine's to refuse.
 NO_DEFAULT = {"default-lr[momentum]", "default-momentum"}
-
-
-def _unexplained(doc):
-    """profile_gaps' unexplained instances, less FLOAT32_RESIDUAL when its residual stays below 1e-4."""
-    unexplained, unused = profile_gaps(doc)
-    rest = []
-    for line in unexplained:
-        case, _, why = line.partition(": ")
-        residual = float(why.split("max |observed - reference| ")[-1].split(",")[0]) if "max |" in why else 1.0
-        if not (case in FLOAT32_RESIDUAL and residual < 1e-4):
-            rest.append(line)
-    return rest, unused
+NOT_YET = {"embedding", "conv2d", "dropout"}
+LACKING = {i for i, inst in SPEC.items() if set(features_of(inst.case)) & NOT_YET}
+CANNOT = {i for i, inst in SPEC.items() if inst.axes.get("clear") == "none"} | NO_DEFAULT | LACKING
 
 
 def test_float32_residual_is_not_semantic():
@@ -552,11 +540,11 @@ def test_full_run(tmp_path):
     assert all(c.references for c in doc.cases)
     assert {c.verdict for c in doc.cases} <= {"conform", "divergence", "unsupported"}, "no errors"
     unsupported = {c.id for c in doc.cases if c.verdict == "unsupported"}
-    assert unsupported == {i for i, inst in SPEC.items() if inst.axes.get("clear") == "none"} | NO_DEFAULT
-    assert all("no None gradient" in c.reason or "is a required argument" in c.reason
+    assert unsupported == CANNOT and missing_features(doc) == NOT_YET
+    assert all("no None gradient" in c.reason or "is a required argument" in c.reason or lacking(c)
                for c in doc.cases if c.verdict == "unsupported")
     assert all(c.checks for c in doc.cases if c.verdict != "unsupported")
-    unexplained, unused = _unexplained(doc)
+    unexplained, unused = profile_gaps(doc)
     assert not unexplained, "confirm these with a snippet, then add the variant to runners/mindspore/known.yaml or report them"
     assert not unused, "runners/mindspore/known.yaml lists variants that no divergence needed"
     assert not explained_undocumented(doc)
@@ -588,7 +576,7 @@ def _run(tmp_path, mode, api):
 
 def _profile_holds(doc, undocumented=(), unobservable=()):
     """As test_full_run's profile checks; `unobservable`: variants in force whose every case errs here."""
-    unexplained, unused = _unexplained(doc)
+    unexplained, unused = profile_gaps(doc)
     assert not unexplained, "confirm these with a snippet, then add the scoped variant to runners/mindspore/known.yaml or report them"
     assert set(unused) == set(unobservable), "runners/mindspore/known.yaml lists variants that no divergence of this run needed"
     assert explained_undocumented(doc) == set(undocumented)
@@ -600,7 +588,7 @@ def test_graph_full_run(tmp_path):
     assert ids["error"] == DUPLICATE_NAMES and len(DUPLICATE_NAMES) == 4
     assert all(c.reason.startswith("RuntimeError: The parameter") and "Please set a unique name for the parameter" in
                c.reason for c in doc.cases if c.verdict == "error")
-    assert ids["unsupported"] == {i for i, inst in SPEC.items() if inst.axes.get("clear") == "none"} | NO_DEFAULT
+    assert ids["unsupported"] == CANNOT
     stale = {c.id for c in doc.cases if c.explained_by}
     assert stale == {f"seed-4-bn-stats-not-regularized[{o},default]" for o in ("sgd", "momentum", "adam", "adamw")}
     assert all([v.name for v in c.explained_by.variants] == ["compiled-grad-keeps-first-mode"]
@@ -613,7 +601,7 @@ def test_graph_full_run(tmp_path):
 def test_trainer_full_run(tmp_path, mode):
     doc, ids = _run(tmp_path, mode, "trainer")
     assert ids["error"] == (DUPLICATE_NAMES if mode == "graph" else set())
-    assert all(any(why in c.reason for why in TRAINER_CANNOT) for c in doc.cases if c.verdict == "unsupported")
+    assert all(any(why in c.reason for why in TRAINER_CANNOT) or lacking(c) for c in doc.cases if c.verdict == "unsupported")
     clipped = {i for i, inst in SPEC.items()
                if inst.case.optimizer.clip_global_norm is not None or inst.case.optimizer.clip_norm is not None}
     refused_clip = {c.id for c in doc.cases if "does not clip" in (c.reason or "")}

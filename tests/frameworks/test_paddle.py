@@ -22,7 +22,7 @@ from conformance.runners.base import Unavailable, Unsupported
 from conformance.runners.paddle import PaddleRunner
 from conformance.scenario import batch, initial_values, observe
 from conformance.schema import SPEC_DIR, load_known, load_spec, profile
-from conftest import explained_undocumented, profile_gaps
+from conftest import explained_undocumented, lacking, missing_features, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
 PROFILE = profile(load_known("paddle"), paddle.__version__)
@@ -306,6 +306,10 @@ FROZEN_KEEPS_GRAD = {f"freeze-after-optimizer[{o},{c}]" for o in ("sgd", "moment
 EXPLAINED_UNDOCUMENTED = EXPLAINED_EVERYWHERE | FROZEN_KEEPS_GRAD
 
 
+# spec features the adapter does not express yet: their cases are unsupported with the engine's reason
+NOT_YET = {"embedding", "conv2d", "dropout"}
+
+
 def full_run(tmp_path, *args):
     """The whole spec through the CLI, as tox runs it; the results document."""
     out = tmp_path / "paddle.json"
@@ -318,8 +322,9 @@ def full_run(tmp_path, *args):
 
 def test_full_run(tmp_path):
     doc = full_run(tmp_path)
-    assert all(c.references and c.checks for c in doc.cases)
-    assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
+    assert all(c.references and c.checks for c in doc.cases if not lacking(c))
+    assert {c.verdict for c in doc.cases if not lacking(c)} <= {"conform", "divergence"}, "no errors, nothing unsupported"
+    assert missing_features(doc) == NOT_YET
     unexplained, unused = profile_gaps(doc)
     assert not unexplained, "confirm these with a snippet, then add the variant to runners/paddle/known.yaml or report them"
     assert not unused, "runners/paddle/known.yaml lists variants that no divergence needed"
@@ -863,7 +868,8 @@ def test_full_run_graph_to_static(tmp_path):
     """Every case through to_static: dygraph's profile holds, plus one divergence of its own."""
     doc = full_run(tmp_path, "--mode", "graph")
     assert (doc.environment.mode, doc.environment.backend) == ("graph", "to_static")
-    assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
+    assert {c.verdict for c in doc.cases if not lacking(c)} <= {"conform", "divergence"}, "no errors, nothing unsupported"
+    assert missing_features(doc) == NOT_YET
     unexplained, unused = profile_gaps(doc)
     assert not unexplained and not unused
     # accumulate-across-unused: compiled-first-call-sets-grads (snip_to_static_first_call_grads.py);
@@ -881,10 +887,11 @@ def test_full_run_graph_static(tmp_path):
     assert (doc.environment.mode, doc.environment.backend) == ("graph", "static")
     verdicts = {c.id: c.verdict for c in doc.cases}
     assert set(verdicts.values()) <= {"conform", "divergence", "unsupported"}, "no errors"
+    assert missing_features(doc) == NOT_YET
     assert all(verdicts[i] == "conform" for i in SPEC if i.startswith("seed-4-"))
     # what a static program cannot express: explicit clearing, backward apart from the update, set_lr,
     # and minimize() with parameter groups (no_decay outside AdamW)
-    assert {c.reason for c in doc.cases if c.verdict == "unsupported"} == {
+    assert {c.reason for c in doc.cases if c.verdict == "unsupported" and not lacking(c)} == {
         "a static program has no clear_grad: each run computes its gradients afresh",
         "a static program runs minimize()'s update with its backward: no backward without update",
         "Optimizer.set_lr is dygraph-only: a Program built by minimize() holds its learning rate",
@@ -900,6 +907,7 @@ def test_full_run_trainer(tmp_path):
     assert doc.environment.api == "trainer"
     verdicts = {c.id: c.verdict for c in doc.cases}
     assert set(verdicts.values()) <= {"conform", "divergence", "unsupported"}, "no errors"
+    assert missing_features(doc) == NOT_YET
     assert verdicts["seed-1-decay-moves-unused-layer[sgd]"] == "divergence"  # train_batch zero-fills too
     unexplained, unused = profile_gaps(doc)
     assert not unexplained
