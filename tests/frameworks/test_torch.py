@@ -86,6 +86,158 @@ def test_adapter_is_faithful_to_plain_torch_code():
     np.testing.assert_array_equal(obs.steps[-1].values["second.weight"], second.weight.detach().numpy().T)
 
 
+# ---------------------------------------------------------------- issue 14: defaults, LayerNorm,
+# freezing between steps, decay exclusion, per-variable clipping, learning-rate changes
+def hand_written(instance_id, make_opt, before_step=lambda index, layers, opt: None, clip=None):
+    """The instance's schedule written by hand in torch (Linear layers only): returns its layers'
+    weights after the last step, in the canonical (in, out) layout, for comparison with the adapter."""
+    from conformance.scenario import batch, initial_values, schedule
+    case = SPEC[instance_id].case
+    init = initial_values(case)
+    layers = {name: torch.nn.Linear(*spec.linear) for name, spec in case.model.layers.items()}
+    with torch.no_grad():
+        for name, layer in layers.items():
+            layer.weight.copy_(torch.as_tensor(init[f"{name}.weight"].T))
+            layer.bias.copy_(torch.as_tensor(init[f"{name}.bias"]))
+    opt = make_opt(layers)
+    for index, step in enumerate(schedule(case)):
+        before_step(index, layers, opt)
+        opt.zero_grad()
+        x, t = batch(case, index, step.path)
+        y = torch.as_tensor(x)
+        for name in step.path:
+            y = layers[name](y)
+        ((y - torch.as_tensor(t)) ** 2).mean().backward()
+        if clip:
+            clip(layers)
+        opt.step()
+    return {f"{n}.{r}": getattr(layer, r).detach().numpy().T.copy() for n, layer in layers.items() for r in ("weight", "bias")}
+
+
+def assert_adapter_equals(instance_id, expected):
+    obs = observe(TorchRunner("cpu"), SPEC[instance_id].case)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(obs.steps[-1].values[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize("instance_id, cls", [("default-adamw-step", torch.optim.AdamW),
+                                              ("default-momentum", torch.optim.SGD)])
+def test_default_settings_are_left_out_and_read_back(instance_id, cls):
+    """Left-out settings: the adapter reports torch's constructor defaults (its signature), and
+    trains exactly as an optimizer built without them."""
+    import inspect
+    case = SPEC[instance_id].case
+    obs = observe(TorchRunner("cpu"), case)
+    signature = inspect.signature(cls).parameters
+    assert obs.defaults and all(
+        value == pytest.approx(signature[name.split(".")[1]].default) for name, value in obs.defaults.items())
+    given = {"lr": case.optimizer.lr} if case.optimizer.lr != "default" else {}
+    assert_adapter_equals(instance_id, hand_written(
+        instance_id, lambda layers: cls([p for layer in layers.values() for p in layer.parameters()], **given)))
+
+
+def test_default_norm_layers_read_back():
+    momentum = observe(TorchRunner("cpu"), SPEC["default-bn-momentum"].case).defaults
+    bn_eps = observe(TorchRunner("cpu"), SPEC["default-bn-eps"].case).defaults
+    ln_eps = observe(TorchRunner("cpu"), SPEC["default-layernorm-eps"].case).defaults
+    assert (momentum, bn_eps, ln_eps) == ({"bn.momentum": torch.nn.BatchNorm1d(1).momentum},
+                                          {"bn.eps": torch.nn.BatchNorm1d(1).eps},
+                                          {"ln.eps": torch.nn.LayerNorm(1).eps})
+
+
+def test_layernorm_is_torchs_with_weight_and_bias():
+    runner = TorchRunner("cpu")
+    observe(runner, SPEC["layernorm-grads"].case)
+    ln = runner.layers["ln"]
+    assert isinstance(ln, torch.nn.LayerNorm) and ln.normalized_shape == (5,) and ln.eps == 1e-5
+    assert runner.tensors["ln.weight"] is ln.weight and runner.tensors["ln.bias"] is ln.bias
+
+
+@pytest.mark.parametrize("instance_id, layer", [("freeze-bn-mid-training", "bn"),
+                                                ("frozen-bn-stats-move[layer]", "bn"),
+                                                ("freeze-layer-or-params[layer]", "a")])
+def test_layer_names_freeze_with_module_requires_grad_(monkeypatch, instance_id, layer):
+    """A layer name (at build or between steps) uses the module's own switch; a frozen BatchNorm
+    still normalises with the batch and moves its statistics, and gets no gradient."""
+    calls = []
+    original = torch.nn.Module.requires_grad_
+    def recording(module, requires_grad=True):
+        calls.append((module, requires_grad))
+        return original(module, requires_grad)
+    monkeypatch.setattr(torch.nn.Module, "requires_grad_", recording)
+    runner = TorchRunner("cpu")
+    obs = observe(runner, SPEC[instance_id].case)
+    assert (runner.layers[layer], False) in calls
+    last = obs.steps[-1]
+    assert last.grads[f"{layer}.weight"] is None and last.grads[f"{layer}.bias"] is None
+    if layer == "bn":
+        assert not np.array_equal(last.values["bn.running_mean"], obs.before(len(obs.steps) - 1)["bn.running_mean"])
+
+
+def test_freeze_then_unfreeze_equals_requires_grad_by_hand():
+    def freeze_schedule(index, layers, opt):  # freeze a.weight before step 2, unfreeze it before step 3
+        if index in (2, 3):
+            layers["a"].weight.requires_grad_(index == 3)
+    expected = hand_written("refreeze-keeps-state[adam]", lambda layers: torch.optim.Adam(
+        [p for layer in layers.values() for p in layer.parameters()], lr=0.05), freeze_schedule)
+    assert_adapter_equals("refreeze-keeps-state[adam]", expected)
+
+
+def test_no_decay_equals_a_parameter_group_without_decay():
+    def groups(layers):
+        biases = [layers["a"].bias, layers["b"].bias]
+        weights = [layers["a"].weight, layers["b"].weight]
+        return torch.optim.AdamW([{"params": weights}, {"params": biases, "weight_decay": 0.0}], lr=0.1,
+                                 weight_decay=0.1)
+    expected = hand_written("no-decay-biases[adamw]", groups)
+    assert_adapter_equals("no-decay-biases[adamw]", expected)
+    plain = hand_written("no-decay-biases[adamw]", lambda layers: torch.optim.AdamW(
+        [p for layer in layers.values() for p in layer.parameters()], lr=0.1, weight_decay=0.1))
+    assert not np.array_equal(plain["a.bias"], expected["a.bias"])  # the exclusion shows
+
+
+@pytest.mark.parametrize("variant", ["global", "per_variable"])
+def test_no_clip_and_per_variable_clipping_equal_clip_grad_norm_by_hand(variant):
+    instance_id = f"clip-excluded-param[{variant}]"
+    def clipping(excluded):
+        def clip(layers):
+            clipped = [p for layer in layers.values() for p in layer.parameters() if all(p is not e for e in excluded(layers))]
+            if variant == "global":
+                torch.nn.utils.clip_grad_norm_(clipped, 0.05)
+            else:
+                for p in clipped:
+                    torch.nn.utils.clip_grad_norm_(p, 0.05)
+        return clip
+    def sgd(layers):
+        return torch.optim.SGD([p for layer in layers.values() for p in layer.parameters()], lr=0.1)
+    expected = hand_written(instance_id, sgd, clip=clipping(lambda layers: [layers["b"].bias]))  # no_clip: b.bias
+    assert_adapter_equals(instance_id, expected)
+    # the exclusion and the clipping both show
+    clip_all = hand_written(instance_id, sgd, clip=clipping(lambda layers: []))
+    unclipped = hand_written(instance_id, sgd)
+    assert not np.array_equal(clip_all["b.bias"], expected["b.bias"])
+    assert not np.array_equal(unclipped["a.weight"], expected["a.weight"])
+
+
+def test_lr_change_equals_setting_param_groups_by_hand():
+    lrs = {1: 0.02, 2: 0.3}
+    def schedule(index, layers, opt):
+        for group in opt.param_groups:
+            group["lr"] = lrs.get(index, group["lr"])
+    expected = hand_written("lr-change[momentum]", lambda layers: torch.optim.SGD(
+        [p for layer in layers.values() for p in layer.parameters()], lr=0.1, momentum=0.9, weight_decay=0.05), schedule)
+    assert_adapter_equals("lr-change[momentum]", expected)
+
+
+def test_graph_mode_recompiles_when_a_layer_is_frozen_between_steps():
+    """requires_grad is guarded: freezing `a` mid-run compiles a second graph of the same path (in
+    which `a` gets no gradient), instead of reusing the first."""
+    torch._dynamo.utils.counters.clear()
+    obs = observe(TorchRunner("cpu", "graph"), SPEC["freeze-after-optimizer[sgd,default]"].case)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= 2
+    assert obs.steps[2].grads["a.weight"] is None and obs.steps[1].grads["a.weight"] is not None
+
+
 def test_cuda_device():
     if torch.cuda.is_available():
         obs = observe(TorchRunner("cuda"), SPEC["sgd-numerics"].case)
@@ -129,7 +281,9 @@ def test_graph_mode_really_compiles(backend):
 @pytest.mark.parametrize("instance_id", ["seed-1-decay-moves-unused-layer[adamw]", "seed-2-plain-list-sublayers",
                                          "seed-3-stop-gradient-vs-frozen[momentum,stop_gradient]",
                                          "seed-4-bn-stats-not-regularized[sgd,all]",
-                                         "train-mode-reaches-contained[plain_list]"])
+                                         "train-mode-reaches-contained[plain_list]",
+                                         "freeze-bn-mid-training", "unfreeze-resumes[adam,default]",
+                                         "layernorm-grads", "lr-change[momentum]"])
 def test_graph_mode_observes_what_eager_does(instance_id, backend):
     """Detach, frozen parameters, train/eval, BatchNorm statistics, plain containers: the compiled
     forward gives the eager observation (None stays None; values to float32 rounding)."""

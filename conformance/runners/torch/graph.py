@@ -6,6 +6,9 @@ small model (the user's model, read the way it holds its layers), compiled with 
 graph break or dynamo's recompile limit raises instead of quietly running eager. `opt.step()` stays
 eager: the compiled-optimizer recipe is a beta GPU-speed one, and torch breaks the graph inside every
 step on purpose (pytorch/pytorch#104053), so it cannot compile with fullgraph=True.
+Freezing between steps flips requires_grad, which dynamo guards on: the path's next call recompiles
+(still fullgraph=True, within the recompile limit), so the new graph computes no gradient for the
+frozen layer. Learning-rate changes and clipping touch only the eager optimizer code.
 
 Here: the backends offered, the checks and inductor cache folder made once per run (start), how the
 model reaches each layer (routes), and the compiled model of each path (CompiledPaths).

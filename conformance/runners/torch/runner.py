@@ -2,7 +2,12 @@
 
     opt.zero_grad(); loss = ((model(x) - t) ** 2).mean(); loss.backward(); opt.step()
 
-"Default" clearing is plain `opt.zero_grad()`, whatever its default is in the installed version.
+"Default" clearing is plain `opt.zero_grad()`, whatever its default is in the installed version;
+any other setting the case leaves to "default" is left out of its constructor, as a user who does not
+set it, and read back from the built module or optimizer. Freezing uses `module.requires_grad_` for a
+layer and `tensor.requires_grad_` for one parameter; excluding from decay, torch parameter groups with
+weight_decay 0; a learning-rate change, each `param_groups[i]['lr']`; clipping, `clip_grad_norm_` over
+the clipped parameters together (global) or over each alone (per variable).
 
 Here: the adapter class (model, optimizer, the loop's primitives, the observations). --mode graph
 compiles each path's forward with graph.py; trainer.py says why there is no --api trainer.
@@ -13,8 +18,13 @@ import numpy as np
 import torch
 
 from . import graph, trainer
-from ..base import Runner, Unavailable, build_layers, frozen_params, hold
-from ...schema import Model, Optimizer, param_names
+from ..base import Runner, Unavailable, build_layers, hold
+from ...schema import FEATURES, Model, Optimizer, defaults_of, param_names
+
+
+def _given(**settings):
+    """The constructor arguments a case sets: a setting left to "default" is left out."""
+    return {k: v for k, v in settings.items() if v != "default"}
 
 
 class TorchRunner(Runner):
@@ -24,6 +34,7 @@ class TorchRunner(Runner):
     apis = ("loop",)
     no_trainer = trainer.NO_TRAINER
     backends = graph.BACKENDS
+    features = frozenset(FEATURES)
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
@@ -44,7 +55,9 @@ class TorchRunner(Runner):
         def make(name, spec):
             if spec.linear:
                 return torch.nn.Linear(*spec.linear, bias=spec.bias)
-            return torch.nn.BatchNorm1d(spec.batchnorm, eps=spec.eps, momentum=spec.momentum)
+            if spec.layernorm:  # over the last axis, with weight and bias (elementwise_affine)
+                return torch.nn.LayerNorm(spec.layernorm, **_given(eps=spec.eps))
+            return torch.nn.BatchNorm1d(spec.batchnorm, **_given(eps=spec.eps, momentum=spec.momentum))
 
         self.layers = layers = build_layers(model, make)  # a tie is the same module object
         attributes, container = hold(model, layers, torch.nn.ModuleList, torch.nn.ModuleDict)
@@ -63,8 +76,7 @@ class TorchRunner(Runner):
         with torch.no_grad():
             for name, tensor in self.tensors.items():
                 tensor.copy_(torch.as_tensor(self._to_torch(name, values[name])))
-        for name in frozen_params(model):
-            self.tensors[name].requires_grad_(False)
+        self._set_requires_grad(model.frozen, False)
         self.names = {id(t): n for n, t in self.tensors.items()}
 
     def _to_torch(self, name, array):
@@ -74,6 +86,11 @@ class TorchRunner(Runner):
         layer, role = name.split(".")
         return role == "weight" and self.model.layers[layer].linear is not None
 
+    def _set_requires_grad(self, names, flag):
+        """A layer name: the module's own switch, module.requires_grad_; `layer.param`: the tensor's."""
+        for name in names:
+            (self.layers[name] if name in self.layers else self.tensors[name]).requires_grad_(flag)
+
     def make_optimizer(self, optimizer: Optimizer):
         if optimizer.params == "default":
             params = list(self.net.parameters())
@@ -81,19 +98,44 @@ class TorchRunner(Runner):
             params = list(self.net.parameters()) + list(self.net.buffers())
         else:
             params = [self.tensors[n] for n in optimizer.params]
-        special = [p for p in params if self.names.get(id(p)) in optimizer.regularizers]
-        groups = [{"params": [p for p in params if all(p is not s for s in special)]}]
-        groups += [{"params": [p], "weight_decay": optimizer.regularizers[self.names[id(p)]]} for p in special]
+        # parameter groups: one per parameter with its own regularizer, one with weight_decay 0 for
+        # the parameters excluded from decay (torch's way), the rest with the optimizer's settings
+        def own_decay(p):
+            name = self.names.get(id(p))
+            return 0.0 if name in optimizer.no_decay else optimizer.regularizers.get(name)
+        groups = [{"params": [p for p in params if own_decay(p) is None]}]
+        groups += [{"params": [p for p in params if self.names.get(id(p)) in optimizer.no_decay], "weight_decay": 0.0}]
+        groups += [{"params": [p], "weight_decay": own_decay(p)} for p in params
+                   if own_decay(p) is not None and self.names.get(id(p)) not in optimizer.no_decay]
         groups = [g for g in groups if g["params"]]
-        kw = dict(lr=optimizer.lr, weight_decay=optimizer.weight_decay)
+        kw = _given(lr=optimizer.lr, weight_decay=optimizer.weight_decay)
         if optimizer.name == "sgd":
             self.opt = torch.optim.SGD(groups, **kw)
         elif optimizer.name == "momentum":
-            self.opt = torch.optim.SGD(groups, momentum=optimizer.momentum, **kw)
+            self.opt = torch.optim.SGD(groups, **kw, **_given(momentum=optimizer.momentum))
         else:
             cls = torch.optim.Adam if optimizer.name == "adam" else torch.optim.AdamW
-            self.opt = cls(groups, betas=optimizer.betas, eps=optimizer.eps, **kw)
-        self.clip = optimizer.clip_global_norm
+            self.opt = cls(groups, **kw, **_given(betas=optimizer.betas, eps=optimizer.eps))
+        self.optimizer = optimizer
+        self.no_clip = {id(self.tensors[n]) for n in optimizer.no_clip}
+
+    def defaults(self):
+        """Each setting the case left out, read from what torch built: the optimizer's `defaults`
+        (the constructor's values, which every group without its own inherits) and the layer's
+        attribute (BatchNorm momentum is already the new batch's weight)."""
+        out = {}
+        for name in defaults_of(self.model, self.optimizer):
+            owner, field = name.split(".")
+            value = self.opt.defaults[field] if owner == "optimizer" else getattr(self.layers[owner], field)
+            out[name] = [float(b) for b in value] if field == "betas" else float(value)
+        return out
+
+    def set_trainable(self, names, trainable):
+        self._set_requires_grad(names, trainable)
+
+    def set_lr(self, lr):
+        for group in self.opt.param_groups:
+            group["lr"] = lr
 
     def optimizer_params(self):
         return [self.names.get(id(p), "<unnamed tensor>") for g in self.opt.param_groups for p in g["params"]]
@@ -121,9 +163,15 @@ class TorchRunner(Runner):
             self.opt.zero_grad(set_to_none=(mode == "none"))
 
     def update(self):
-        if self.clip is not None:
-            params = [p for g in self.opt.param_groups for p in g["params"]]
-            torch.nn.utils.clip_grad_norm_(params, self.clip)
+        opt = self.optimizer
+        if opt.clip_global_norm is not None or opt.clip_norm is not None:
+            # clip only the others: the no_clip ones stay out of the norm and keep their gradient
+            params = [p for g in self.opt.param_groups for p in g["params"] if id(p) not in self.no_clip]
+            if opt.clip_global_norm is not None:
+                torch.nn.utils.clip_grad_norm_(params, opt.clip_global_norm)
+            else:
+                for p in params:  # clip_grad_norm_ skips a parameter without a gradient
+                    torch.nn.utils.clip_grad_norm_(p, opt.clip_norm)
         self.opt.step()
 
     def _numpy(self, name, tensor):
