@@ -12,7 +12,7 @@ from conformance.runners.base import Unavailable
 from conformance.runners.torch import TorchRunner
 from conformance.scenario import observe
 from conformance.schema import SPEC_DIR, load_spec
-from conftest import explained_undocumented, profile_gaps
+from conftest import explained_undocumented, lacking, missing_features, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
 
@@ -339,8 +339,13 @@ def test_trainer_api_is_refused_with_one_line(capsys):
     assert "torch has no trainer of its own" in err and len(err.strip().splitlines()) == 1
 
 
+# spec features the adapter does not express yet: their cases are unsupported with the engine's reason
+NOT_YET = {"embedding", "conv2d", "dropout"}
+
+
 def check_profile(doc, partial=False):
-    assert {c.verdict for c in doc.cases} <= {"conform", "divergence"}, "no errors, nothing unsupported"
+    assert {c.verdict for c in doc.cases if not lacking(c)} <= {"conform", "divergence"}, "no errors, nothing unsupported"
+    assert partial or missing_features(doc) == NOT_YET
     unexplained, unused = profile_gaps(doc)
     assert not unexplained, "confirm these with a snippet, then add the variant to runners/torch/known.yaml or report them"
     assert partial or not unused, "runners/torch/known.yaml lists variants that no divergence needed"
@@ -353,7 +358,7 @@ def test_full_run(tmp_path, capsys):
     doc = results.read(out)
     assert doc.complete and doc.environment.framework_version == torch.__version__
     assert len(doc.cases) == len(SPEC) and len({c.base_id for c in doc.cases}) >= 30
-    assert all(c.references and c.checks for c in doc.cases)
+    assert all(c.references and c.checks for c in doc.cases if not lacking(c))
     check_profile(doc)
 
 

@@ -66,7 +66,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold
-from ...schema import FEATURES, Model, Optimizer, defaults_of, param_names
+from ...schema import Model, Optimizer, defaults_of, param_names
 from .graph import compiled_update, keep_ir_out_of_cwd
 from .trainer import one_step_cell
 
@@ -123,7 +123,7 @@ class MindSporeRunner(Runner):
     modes = ("eager", "graph")
     apis = ("loop", "trainer")
     backends = ("GRAPH_MODE",)
-    features = frozenset(FEATURES)
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip"})
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)

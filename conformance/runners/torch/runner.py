@@ -19,7 +19,7 @@ import torch
 
 from . import graph, trainer
 from ..base import Runner, Unavailable, build_layers, hold
-from ...schema import FEATURES, Model, Optimizer, defaults_of, param_names
+from ...schema import Model, Optimizer, defaults_of, param_names
 
 
 def _given(**settings):
@@ -34,7 +34,7 @@ class TorchRunner(Runner):
     apis = ("loop",)
     no_trainer = trainer.NO_TRAINER
     backends = graph.BACKENDS
-    features = frozenset(FEATURES)
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip"})
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
