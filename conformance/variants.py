@@ -40,7 +40,7 @@ VARIANTS: dict[str, Variant] = {
         "every backward pass adds to the gradient a parameter already holds"),
     "frozen-still-trained": Variant(
         "marking a parameter not trainable only takes it out of the trainable collection (and so out of "
-        "an optimizer built from it): handed to the gradient call and the optimizer explicitly, it gets "
+        "an optimizer built from it, or of a loop that hands that collection over at each step): handed to the gradient call and the optimizer explicitly, it gets "
         "its gradient and is updated and decayed",
         "a frozen parameter receives no gradient, so no optimizer moves it"),
     # ---- parameter collections and modes
@@ -81,6 +81,11 @@ VARIANTS: dict[str, Variant] = {
         "without parameter groups, the optimizer's weight_decay skips parameters named beta or gamma "
         "(BatchNorm's and LayerNorm's affine parameters)",
         "weight_decay applies to every parameter the optimizer holds"),
+    "momentum-velocity-scaled-by-lr": Variant(
+        "SGD with momentum keeps a velocity already scaled by the learning rate (v = momentum * v - lr * g; "
+        "w += v): a learning-rate change applies to gradients from then on, the velocity keeps the old rate's steps",
+        "the momentum buffer accumulates raw gradients (buf = momentum * buf + g; w -= lr * buf): a new "
+        "learning rate scales the whole buffer at once"),
     # ---- Adam numerics
     "adam-epsilon-hat": Variant(
         "Adam adds epsilon to sqrt(v) before the bias correction ('epsilon hat'): the effective epsilon is "
@@ -111,6 +116,9 @@ VARIANTS: dict[str, Variant] = {
     "layernorm-default-eps-1e-7": Variant(
         "a LayerNorm built without epsilon adds 1e-7 to the variance",
         "the default epsilon of LayerNorm is 1e-5"),
+    "sgd-default-lr-0.01": Variant(
+        "SGD (with or without momentum) built without a learning rate uses 0.01",
+        "the default learning rate of SGD is 1e-3"),
     "adam-default-eps-1e-7": Variant(
         "Adam and AdamW built without epsilon use 1e-7",
         "the default epsilon of Adam and AdamW is 1e-8"),
