@@ -351,6 +351,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
             if not added:
                 raise
             said = re.sub(r"<[^>]*>", "", str(error).strip("'\""), flags=re.S)  # the variable's repr
+            said = said.rsplit("Error: ", 1)[-1]  # graph mode: the error after tf.function's traceback
             said = " ".join(re.sub(r":\s*\.", ".", said).split())[:200]
             raise Unsupported(f"Keras' optimizer refuses {added[0]}, trainable again after its first update "
                               f"(its build): {said}") from None
