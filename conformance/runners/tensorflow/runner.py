@@ -350,8 +350,9 @@ class TensorFlowRunner(KerasTrainer, Runner):
             added = [self.names.get(id(v), "?") for v in self.net.trainable_variables if id(v) not in self.built_with]
             if not added:
                 raise
-            said = re.sub(r"<[^>]*>", "", str(error).strip("'\""), flags=re.S)  # the variable's repr
-            said = said.rsplit("Error: ", 1)[-1]  # graph mode: the error after tf.function's traceback
+            said = re.sub(r"<[^>]*>", "", str(error), flags=re.S)  # the variable's repr
+            # graph mode: the error after tf.function's traceback; KeyError quotes its message
+            said = said.rsplit("Error: ", 1)[-1].strip().strip("'\"")
             said = " ".join(re.sub(r":\s*\.", ".", said).split())[:200]
             raise Unsupported(f"Keras' optimizer refuses {added[0]}, trainable again after its first update "
                               f"(its build): {said}") from None
