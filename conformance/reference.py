@@ -186,12 +186,13 @@ class ReferenceRunner(Runner):
         self.iterations = 0  # optimizer steps taken: the shared step counter of one variant
 
     def _collection(self) -> list[str]:
-        """The model's idiomatic parameter collection (params "default"); with frozen-still-trained it
-        is the trainable collection, which leaves out what is frozen now."""
+        """The model's idiomatic parameter collection (params "default"); with frozen-still-trained or
+        trainable-collection-read-each-step it is the trainable collection: what is frozen now is out."""
         roles = ("weight", "bias", "running_mean", "running_var") if "bn-stats-in-parameters" in self.variants \
             else ("weight", "bias")
         return [k for k in self.values_ if k.split(".")[1] in roles and self._registered(k)
-                and not (k in self.frozen and "frozen-still-trained" in self.variants)]
+                and not (k in self.frozen and self.variants & {"frozen-still-trained",
+                                                                "trainable-collection-read-each-step"})]
 
     def optimizer_params(self):
         return list(self.opt_params)
@@ -211,8 +212,7 @@ class ReferenceRunner(Runner):
             self.frozen = self.frozen - params if trainable else self.frozen | params
             if name in self.model.layers:
                 self.frozen_layers = self.frozen_layers - {name} if trainable else self.frozen_layers | {name}
-        if "frozen-still-trained" in self.variants and self.opt.params == "default":
-            # that collection is read again by a loop that hands it over at each step
+        if "trainable-collection-read-each-step" in self.variants and self.opt.params == "default":
             self.opt_params = self._collection()
 
     def set_lr(self, lr):

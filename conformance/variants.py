@@ -40,10 +40,14 @@ VARIANTS: dict[str, Variant] = {
         "every backward pass adds to the gradient a parameter already holds"),
     "frozen-still-trained": Variant(
         "marking a parameter not trainable only takes it out of the trainable collection (and so out of "
-        "an optimizer built from it, or of a loop that hands that collection over at each step): handed to the gradient call and the optimizer explicitly, it gets "
+        "an optimizer built from it): handed to the gradient call and the optimizer explicitly, it gets "
         "its gradient and is updated and decayed",
         "a frozen parameter receives no gradient, so no optimizer moves it"),
     # ---- parameter collections and modes
+    "trainable-collection-read-each-step": Variant(
+        "the training loop hands the optimizer the model's trainable collection as it is at each step: a "
+        "parameter frozen between steps drops out of the update (no decay, no momentum), one unfrozen joins it",
+        "an optimizer built from the model's default collection keeps the parameters it was built with"),
     "plain-containers-unregistered": Variant(
         "layers kept in a plain list, dict or tuple are not registered: the model's parameter collection "
         "misses them, so an optimizer built from it never updates them",
