@@ -134,6 +134,7 @@ VARIANT_DEFAULTS = {
     "bn-default-momentum-0.99": {("batchnorm", "momentum"): 0.01},
     "norm-default-eps-1e-3": {("batchnorm", "eps"): 1e-3, ("layernorm", "eps"): 1e-3},
     "layernorm-default-eps-1e-7": {("layernorm", "eps"): 1e-7},
+    "sgd-default-lr-0.01": {("sgd", "lr"): 0.01, ("momentum", "lr"): 0.01},
     "adam-default-eps-1e-7": {("adam", "eps"): 1e-7, ("adamw", "eps"): 1e-7},
     "adamw-default-eps-1e-6": {("adamw", "eps"): 1e-6},
     "sgd-default-lr-0.1": {("sgd", "lr"): 0.1},
@@ -209,17 +210,23 @@ class ReferenceRunner(Runner):
         _, optimizer = resolve_defaults(self.given_model, optimizer, self.variants)
         self.opt = optimizer
         if optimizer.params == "default":
-            roles = ("weight", "bias", "running_mean", "running_var") if "bn-stats-in-parameters" in self.variants \
-                else ("weight", "bias")
-            self.opt_params = [k for k in self.values_ if k.split(".")[1] in roles and self._registered(k)
-                               and not (k in self.frozen and self.variants & {"frozen-still-trained",
-                                                                               "default-collection-skips-frozen"})]
+            self.opt_params = self._collection()
         elif optimizer.params == "all":
             self.opt_params = [k for k in self.values_ if self._registered(k)]
         else:
             self.opt_params = list(dict.fromkeys(optimizer.params))
         self.state = {}
         self.iterations = 0  # optimizer steps taken: the shared step counter of one variant
+
+    def _collection(self) -> list[str]:
+        """The model's idiomatic parameter collection (params "default"); with frozen-still-trained,
+        default-collection-skips-frozen or trainable-collection-read-each-step it is the trainable
+        collection: what is frozen now is out."""
+        roles = ("weight", "bias", "running_mean", "running_var") if "bn-stats-in-parameters" in self.variants \
+            else ("weight", "bias")
+        return [k for k in self.values_ if k.split(".")[1] in roles and self._registered(k)
+                and not (k in self.frozen and self.variants & {"frozen-still-trained", "default-collection-skips-frozen",
+                                                                "trainable-collection-read-each-step"})]
 
     def optimizer_params(self):
         return list(self.opt_params)
@@ -239,6 +246,8 @@ class ReferenceRunner(Runner):
             self.frozen = self.frozen - params if trainable else self.frozen | params
             if name in self.model.layers:
                 self.frozen_layers = self.frozen_layers - {name} if trainable else self.frozen_layers | {name}
+        if "trainable-collection-read-each-step" in self.variants and self.opt.params == "default":
+            self.opt_params = self._collection()
 
     def set_lr(self, lr):
         self.opt = self.opt.model_copy(update={"lr": lr})
@@ -442,6 +451,9 @@ class ReferenceRunner(Runner):
             st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
             if opt.name == "sgd":
                 p = sgd(p, g, opt.lr)
+            elif opt.name == "momentum" and "momentum-velocity-scaled-by-lr" in v:
+                st["buf"] = -opt.lr * g if st["buf"] is None else opt.momentum * st["buf"] - opt.lr * g
+                p = p + st["buf"]
             elif opt.name == "momentum":
                 p, st["buf"] = momentum(p, g, st["buf"], opt.lr, opt.momentum)
             else:

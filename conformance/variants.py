@@ -49,6 +49,10 @@ VARIANTS: dict[str, Variant] = {
         "an optimizer built from the model's default collection holds its frozen parameters too: "
         "unfreezing one later trains it"),
     # ---- parameter collections and modes
+    "trainable-collection-read-each-step": Variant(
+        "the training loop hands the optimizer the model's trainable collection as it is at each step: a "
+        "parameter frozen between steps drops out of the update (no decay, no momentum), one unfrozen joins it",
+        "an optimizer built from the model's default collection keeps the parameters it was built with"),
     "plain-containers-unregistered": Variant(
         "layers kept in a plain list, dict or tuple are not registered: the model's parameter collection "
         "misses them, so an optimizer built from it never updates them",
@@ -86,6 +90,11 @@ VARIANTS: dict[str, Variant] = {
         "without parameter groups, the optimizer's weight_decay skips parameters named beta or gamma "
         "(BatchNorm's and LayerNorm's affine parameters)",
         "weight_decay applies to every parameter the optimizer holds"),
+    "momentum-velocity-scaled-by-lr": Variant(
+        "SGD with momentum keeps a velocity already scaled by the learning rate (v = momentum * v - lr * g; "
+        "w += v): a learning-rate change applies to gradients from then on, the velocity keeps the old rate's steps",
+        "the momentum buffer accumulates raw gradients (buf = momentum * buf + g; w -= lr * buf): a new "
+        "learning rate scales the whole buffer at once"),
     # ---- Adam numerics
     "adam-epsilon-hat": Variant(
         "Adam adds epsilon to sqrt(v) before the bias correction ('epsilon hat'): the effective epsilon is "
@@ -129,6 +138,9 @@ VARIANTS: dict[str, Variant] = {
     "layernorm-default-eps-1e-7": Variant(
         "a LayerNorm built without epsilon adds 1e-7 to the variance",
         "the default epsilon of LayerNorm is 1e-5"),
+    "sgd-default-lr-0.01": Variant(
+        "SGD (with or without momentum) built without a learning rate uses 0.01",
+        "the default learning rate of SGD is 1e-3"),
     "adam-default-eps-1e-7": Variant(
         "Adam and AdamW built without epsilon use 1e-7",
         "the default epsilon of Adam and AdamW is 1e-8"),

@@ -409,6 +409,202 @@ def test_tf_cpp_logs_are_silenced():
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "2"
 
 
+# ---------------------------------------------------------------- issue 14: defaults, LayerNorm, freezing, decay, clipping, lr
+def test_defaults_are_read_back_from_the_built_objects():
+    """Settings left out reach Keras' constructors as left out: the values read back are Keras'
+    documented defaults (keras.io: AdamW weight_decay 0.004, epsilon 1e-7; BatchNormalization momentum
+    0.99 = new batch 0.01, epsilon 1e-3; LayerNormalization epsilon 1e-3; SGD learning_rate 0.01)."""
+    case = SPEC["default-adamw-step"].case
+    runner = TensorFlowRunner("cpu")
+    runner.build(case.model, initial_values(case))
+    runner.make_optimizer(case.optimizer)
+    got = runner.defaults()
+    assert got.pop("optimizer.betas") == pytest.approx([0.9, 0.999], rel=1e-6)
+    assert got == pytest.approx({"optimizer.lr": 1e-3, "optimizer.weight_decay": 0.004, "optimizer.eps": 1e-7},
+                                rel=1e-6)
+    assert runner.opt.weight_decay == keras.optimizers.AdamW().weight_decay  # the same object a user gets
+    for case_id, name, want in (("default-bn-momentum", "bn.momentum", 0.01), ("default-bn-eps", "bn.eps", 1e-3),
+                                ("default-layernorm-eps", "ln.eps", 1e-3), ("default-lr[sgd]", "optimizer.lr", 0.01),
+                                ("default-lr[momentum]", "optimizer.lr", 0.01),
+                                ("default-momentum", "optimizer.momentum", 0.0)):
+        obs = observe(TensorFlowRunner("cpu"), SPEC[case_id].case)
+        assert obs.defaults == {name: pytest.approx(want, rel=1e-6)}, case_id
+    record = suite_record("default-lr[sgd]")
+    assert record.verdict == "divergence" and [v.name for v in record.documented.variants] == ["sgd-default-lr-0.01"]
+
+
+def test_layernorm_is_keras_layer_normalization():
+    """layernorm-training-numerics[sgd] through the adapter equals keras.layers.LayerNormalization(epsilon=...)
+    trained by hand (gamma and beta are its weight and bias)."""
+    case = SPEC["layernorm-training-numerics[sgd]"].case
+    obs = observe(TensorFlowRunner("cpu"), case)
+    init, spec = initial_values(case), case.model.layers
+    fc, out = dense(spec["fc"].linear[1], spec["fc"].linear[0]), dense(spec["out"].linear[1], spec["out"].linear[0])
+    ln = keras.layers.LayerNormalization(epsilon=spec["ln"].eps)
+    ln.build((None, spec["ln"].layernorm))
+    for var, name in ((fc.kernel, "fc.weight"), (fc.bias, "fc.bias"), (ln.gamma, "ln.weight"), (ln.beta, "ln.bias"),
+                      (out.kernel, "out.weight"), (out.bias, "out.bias")):
+        var.assign(init[name])
+    variables = fc.trainable_variables + ln.trainable_variables + out.trainable_variables
+    opt = keras.optimizers.SGD(case.optimizer.lr)
+    for index in range(len(obs.steps)):
+        x, t = batch(case, index, ["fc", "ln", "out"])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(out(ln(fc(tf.constant(x)), training=True)) - t))
+        opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        assert obs.steps[index].loss == pytest.approx(float(loss), rel=1e-6)
+    np.testing.assert_allclose(obs.steps[-1].values["ln.weight"], ln.gamma.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_layer_level_freeze_runs_batchnorm_in_inference(mode):
+    """A BatchNormalization frozen with layer.trainable = False keeps its moving statistics in a train step
+    (frozen-bn-runs-inference); freezing its gamma and beta one by one (Keras 3) leaves it training."""
+    record = suite_record("frozen-bn-stats-move[layer]", mode)
+    assert record.verdict == "divergence"
+    assert "frozen-bn-runs-inference" in [v.name for v in record.documented.variants]
+    held = {c.check: c.held for c in record.checks}
+    assert held["value bn.running_mean @ step 0"] is False
+    case = SPEC["frozen-bn-stats-move[layer]"].case
+    runner = TensorFlowRunner("cpu", mode)
+    obs = observe(runner, case)
+    assert runner.layers["bn"].trainable is False
+    np.testing.assert_array_equal(obs.steps[-1].values["bn.running_mean"], obs.initial["bn.running_mean"])
+    params = suite_record("frozen-bn-stats-move[params]", mode)
+    assert params.verdict == ("unsupported" if KERAS2 else "conform")
+
+
+def test_freeze_between_steps_is_the_layer_switch_and_the_loop_follows_it():
+    """freeze: [a] after two steps is a.trainable = False; the loop hands the optimizer
+    model.trainable_variables as they are now, so `a` gets no gradient and stays put from then on."""
+    case = SPEC["freeze-after-optimizer[sgd,default]"].case
+    runner = TensorFlowRunner("cpu")
+    obs = observe(runner, case)
+    assert runner.layers["a"].trainable is False and runner.optimizer_params() == ["b.weight", "b.bias"]
+    assert obs.steps[2].grads["a.weight"] is None
+    np.testing.assert_array_equal(obs.steps[3].values["a.weight"], obs.steps[1].values["a.weight"])
+    assert not np.array_equal(obs.steps[3].values["b.weight"], obs.steps[1].values["b.weight"])
+    assert suite_record("freeze-after-optimizer[sgd,default]").verdict == "conform"
+
+
+def test_keras_optimizer_refuses_a_variable_unfrozen_after_its_first_update():
+    """What makes unfreeze-resumes[*,default] unsupported, asked of Keras directly: an optimizer updates
+    only the variables of its first apply_gradients."""
+    a, b = dense(3, 4), dense(2, 3)
+    a.trainable = False
+    opt = keras.optimizers.SGD(0.1)
+    opt.apply_gradients(zip([tf.ones_like(v) for v in b.trainable_variables], b.trainable_variables))
+    a.trainable = True
+    with pytest.raises((KeyError, ValueError)):
+        opt.apply_gradients(zip([tf.ones_like(a.kernel)], [a.kernel]))
+    record = suite_record("unfreeze-resumes[adam,default]")
+    assert record.verdict == "unsupported" and "\n" not in record.reason
+    assert record.reason.startswith("Keras' optimizer refuses a.weight")
+
+
+def test_trainer_compiles_again_after_a_freeze_as_keras_requires():
+    """Keras: a changed `trainable` takes effect in fit only after compile() again. Without it the
+    frozen layer still trains; the adapter compiles again, and then it stays put."""
+    x = np.random.RandomState(0).randn(8, 4).astype("float32")
+    t = np.zeros((8, 2), "float32")
+    moved = {}
+    for recompile in (False, True):
+        a, b = dense(3, 4), dense(2, 3)
+        model = keras.Sequential([a, b])
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        model.fit(x, t, batch_size=8, epochs=1, verbose=0)
+        a.trainable = False
+        if recompile:
+            model.compile(optimizer=model.optimizer, loss="mse")
+        before = a.kernel.numpy().copy()
+        model.fit(x, t, batch_size=8, epochs=1, verbose=0)
+        moved[recompile] = not np.array_equal(before, a.kernel.numpy())
+    assert moved == {False: True, True: False}
+    obs = observe(TensorFlowRunner("cpu", "graph", "trainer"), SPEC["freeze-after-optimizer[sgd,default]"].case)
+    np.testing.assert_array_equal(obs.steps[3].values["a.weight"], obs.steps[1].values["a.weight"])
+    assert suite_record("freeze-after-optimizer[sgd,default]", "graph", "trainer").verdict == "conform"
+
+
+def test_decay_exclusion_is_exclude_from_weight_decay():
+    """no_decay is optimizer.exclude_from_weight_decay(var_list=...): no-decay-biases[adamw] through the
+    adapter equals the same loop written by hand, and the excluded biases differ from a run without it."""
+    case = SPEC["no-decay-biases[adamw]"].case
+    obs = observe(TensorFlowRunner("cpu"), case)
+    init, o = initial_values(case), case.optimizer
+    finals = {}
+    for exclude in (True, False):
+        a, b = dense(3, 4), dense(2, 3)
+        for layer, name in ((a, "a"), (b, "b")):
+            layer.kernel.assign(init[f"{name}.weight"])
+            layer.bias.assign(init[f"{name}.bias"])
+        variables = a.trainable_variables + b.trainable_variables
+        opt = keras.optimizers.AdamW(o.lr, weight_decay=o.weight_decay, beta_1=o.betas[0], beta_2=o.betas[1],
+                                     epsilon=o.eps)
+        if exclude:
+            opt.exclude_from_weight_decay(var_list=[a.bias, b.bias])
+        for index in range(len(obs.steps)):
+            x, t = batch(case, index, ["a", "b"])
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(b(a(tf.constant(x))) - t))
+            opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        finals[exclude] = {"a.bias": a.bias.numpy(), "a.weight": a.kernel.numpy()}
+    np.testing.assert_array_equal(obs.steps[-1].values["a.bias"], finals[True]["a.bias"])
+    np.testing.assert_array_equal(obs.steps[-1].values["a.weight"], finals[True]["a.weight"])
+    assert not np.allclose(finals[True]["a.bias"], finals[False]["a.bias"], rtol=0, atol=1e-6)
+
+
+def test_clip_norm_is_keras_clipnorm_per_weight():
+    """clip_norm is clipnorm: each gradient clipped to its own norm (tf.clip_by_norm per gradient), unlike
+    global_clipnorm over all of them."""
+    case = SPEC["clip-per-variable[sgd]"].case
+    runner = TensorFlowRunner("cpu")
+    obs = observe(runner, case)
+    assert runner.opt.clipnorm == case.optimizer.clip_norm and runner.opt.global_clipnorm is None
+    init = initial_values(case)
+    a, b = dense(3, 4), dense(2, 3)
+    for layer, name in ((a, "a"), (b, "b")):
+        layer.kernel.assign(init[f"{name}.weight"])
+        layer.bias.assign(init[f"{name}.bias"])
+    variables = a.trainable_variables + b.trainable_variables
+    opt = keras.optimizers.SGD(case.optimizer.lr)
+    for index in range(len(obs.steps)):
+        x, t = batch(case, index, ["a", "b"])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(b(a(tf.constant(x))) - t))
+        grads = [tf.clip_by_norm(g, case.optimizer.clip_norm) for g in tape.gradient(loss, variables)]
+        opt.apply_gradients(zip(grads, variables))
+    np.testing.assert_allclose(obs.steps[-1].values["a.weight"], a.kernel.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(obs.steps[-1].values["b.bias"], b.bias.numpy(), rtol=1e-6, atol=1e-7)
+    assert suite_record("clip-per-variable[sgd]").verdict == "conform"
+
+
+def test_lr_change_assigns_learning_rate_and_momentum_keeps_the_old_rate():
+    """set_lr is optimizer.learning_rate = lr between steps; Keras' momentum velocity already holds
+    lr * g, so lr-change[momentum] diverges as momentum-velocity-scaled-by-lr says (graph mode too:
+    the compiled update reads the variable)."""
+    for mode in ("eager", "graph"):
+        case = SPEC["lr-change[momentum]"].case
+        runner = TensorFlowRunner("cpu", mode)
+        obs = observe(runner, case)
+        assert float(runner.opt.learning_rate) == pytest.approx(case.steps[-1].lr)
+        record = suite_record("lr-change[momentum]", mode)
+        assert record.verdict == "divergence"
+        assert "momentum-velocity-scaled-by-lr" in [v.name for v in record.documented.variants]
+    # the same rule by hand: velocity = m * v - lr * g; w += velocity
+    w, v, opt = tf.Variable([1.0]), 0.0, keras.optimizers.SGD(0.1, momentum=0.9)
+    for lr in (0.0, 0.0, 0.1):
+        opt.learning_rate = lr
+        opt.apply_gradients([(tf.constant([1.0]), w)])
+        v = 0.9 * v - lr * 1.0
+    assert float(w.numpy()[0]) == pytest.approx(1.0 + v) and v == pytest.approx(-0.1)
+    assert len(obs.steps) == 3
+
+
+def test_no_clip_is_unsupported_with_the_keras_reason():
+    record = suite_record("clip-excluded-param[global]")
+    assert record.verdict == "unsupported" and record.reason.startswith("Keras optimizers clip every gradient")
+
+
 # ---------------------------------------------------------------- the full run
 # Divergences reproduced only with a variant no TF/Keras page states (link: null in runners/tensorflow/known.yaml);
 # each confirmed by a standalone snippet (and a test above).
@@ -417,12 +613,20 @@ EXPLAINED_UNDOCUMENTED = {
     # step (snip_adam_global_step.py; test_adam_bias_correction_counts_the_optimizer_iterations)
     "state-resumes-after-gap[adam,default]", "state-resumes-after-gap[adam,none]",
     "state-resumes-after-gap[adamw,default]", "state-resumes-after-gap[adamw,none]",
+    # the same counter: a weight frozen for one step resumes with the optimizer's count
+    "refreeze-keeps-state[adam]", "refreeze-keeps-state[adamw]",
 }
 # Cases the adapter cannot express in TF/Keras, with the start of the reason it records.
 UNSUPPORTED = {
     "framework-containers-register[framework_dict]": "Keras has no dict container class",
     "two-backward-accumulate": "TF gradients are functional",
     "accumulate-across-unused": "TF gradients are functional",
+    "clip-excluded-param[global]": "Keras optimizers clip every gradient they update",
+    "clip-excluded-param[per_variable]": "Keras optimizers clip every gradient they update",
+    # observed: Keras' optimizer refuses a variable it was not built with (the loop hands it
+    # model.trainable_variables, which grows when `a` is unfrozen)
+    **{f"unfreeze-resumes[{o},default]": "Keras' optimizer refuses a.weight, trainable again after its first update"
+       for o in ("sgd", "momentum", "adam", "adamw")},
 }
 # Keras 2 also cannot freeze one weight of a built layer (a tf.Variable's trainable is fixed at
 # creation): every instance whose model freezes a "layer.param" (checked against the spec below).
@@ -436,14 +640,20 @@ KERAS2_FROZEN_WEIGHT = {
     "decay-skips-frozen-param[adam,default]", "decay-skips-frozen-param[adam,zeros]",
     "decay-skips-frozen-param[adamw,default]", "decay-skips-frozen-param[adamw,zeros]",
     "clip-ignores-frozen[sgd]", "clip-ignores-frozen[momentum]",
+    "freeze-layer-or-params[params]", "frozen-bn-stats-move[params]", "frozen-bn-normalises-with-batch[params]",
+    "frozen-bn-grad-upstream[params]",
+    # a weight frozen between steps (steps' freeze / unfreeze)
+    "refreeze-keeps-state[momentum]", "refreeze-keeps-state[adam]", "refreeze-keeps-state[adamw]",
 }
 if KERAS2:
     UNSUPPORTED |= dict.fromkeys(KERAS2_FROZEN_WEIGHT, f"Keras {keras.__version__} cannot freeze one weight")
+    EXPLAINED_UNDOCUMENTED -= KERAS2_FROZEN_WEIGHT  # refreeze-keeps-state freezes one weight
 
 
 def test_keras2_unsupported_list_is_every_instance_freezing_one_weight():
     # the explicit list above stays in step with the spec: a frozen entry with a dot is one weight
-    assert KERAS2_FROZEN_WEIGHT == {i for i, inst in SPEC.items() if any("." in n for n in inst.case.model.frozen)}
+    assert KERAS2_FROZEN_WEIGHT == {i for i, inst in SPEC.items() if any(
+        "." in n for n in [*inst.case.model.frozen, *(f for s in inst.case.steps for f in [*s.freeze, *s.unfreeze])])}
 
 
 @pytest.fixture(scope="module")
@@ -476,7 +686,9 @@ def test_graph_mode_agrees_with_eager(eager_run, tmp_path):
     cases = ["seed-1-decay-moves-unused-layer", "seed-2-plain-list-sublayers", "seed-3-stop-gradient-vs-frozen",
              "seed-4-bn-stats-not-regularized", "seed-5-unused-bn-grad", "plain-containers-register",
              "train-mode-reaches-contained", "never-used-param-grad", "decay-skips-frozen-param",
-             "state-resumes-after-gap", "two-backward-accumulate"]
+             "state-resumes-after-gap", "two-backward-accumulate", "freeze-after-optimizer[momentum,default]",
+             "unfreeze-resumes", "frozen-bn-stats-move", "lr-change", "no-decay-biases[adamw]", "clip-per-variable",
+             "default-adamw-step", "layernorm-grads"]
     assert main(["run", "--framework", "tensorflow", "--mode", "graph", *(f"--case={c}" for c in cases),
                  "--out", str(out)]) == 0
     graph = results.read(out)
@@ -577,7 +789,8 @@ def test_frozen_batchnorm_runs_in_inference_mode_under_fit():
     """Keras: a BatchNormalization with trainable = False runs in inference mode, whatever `training`
     says. Observed under fit and under the custom loop (training=True): neither moves its moving
     statistics, and both normalise with them. The spec has no frozen-BatchNorm case yet, so this
-    Keras behaviour is no divergence of any run; it is the same in the loop and the trainer."""
+    Keras behaviour is the variant frozen-bn-runs-inference (snip_frozen_bn_inference.py); it is the
+    same in the loop and the trainer."""
     x, t = tf.random.stateless_normal((8, 3), [1, 2]) * 3.0 + 1.0, tf.zeros((8, 3))
     for trainer in (True, False):
         first = dense(3, 3, kernel_initializer="identity")  # a trainable layer before it: x passes as is
@@ -619,7 +832,9 @@ def test_trainer_unsupported_with_one_line(instance_id, reason):
 # cases the trainer expresses (no gradient checks, default optimizer list, default/none clearing)
 TRAINER_CASES = ["seed-2-plain-list-sublayers", "seed-4-bn-stats-not-regularized", "plain-containers-register",
                  "decay-skips-unused-param", "per-param-decay-overrides", "state-resumes-after-gap",
-                 "adam-epsilon-placement", "bn-running-var-unbiased", "bn-eval-uses-running-stats"]
+                 "adam-epsilon-placement", "bn-running-var-unbiased", "bn-eval-uses-running-stats",
+                 "freeze-after-optimizer[sgd,default]", "freeze-bn-mid-training", "lr-change", "no-decay-biases[adamw]",
+                 "default-bn-momentum", "clip-per-variable[sgd]", "layernorm-training-numerics"]
 
 
 @pytest.mark.parametrize("mode", ["graph", "eager"])
@@ -642,9 +857,10 @@ def test_trainer_run_agrees_with_the_eager_loop(eager_run, tmp_path, mode):
         ran += 1
         loop = eager[case.id]
         assert case.verdict == loop.verdict, case.id
-        names = [sorted(v.name for v in e.variants) if e else None for e in (case.documented, case.explained_by)]
-        assert names == [sorted(v.name for v in e.variants) if e else None
-                         for e in (loop.documented, loop.explained_by)], case.id
+        # the trainer observes no gradients: a divergence seen there may need fewer of the loop's variants
+        for mine, theirs in ((case.documented, loop.documented), (case.explained_by, loop.explained_by)):
+            assert (mine is None) == (theirs is None), case.id
+            assert mine is None or {v.name for v in mine.variants} <= {v.name for v in theirs.variants}, case.id
     assert ran >= (20 if mode == "graph" else 7)
     assert explained_undocumented(doc) <= EXPLAINED_UNDOCUMENTED
 

@@ -23,7 +23,9 @@ optimizer); a per-parameter coefficient c becomes that variable's `keras.regular
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's C++ INFO/WARNING logs; before the import
@@ -58,7 +60,7 @@ KERAS2 = keras.__version__.startswith("2.")
 import numpy as np  # noqa: E402
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
-from ...schema import Model, Optimizer, param_names  # noqa: E402
+from ...schema import Model, Optimizer, defaults_of, param_names  # noqa: E402
 # graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
 from . import graph  # noqa: E402
 from .trainer import KerasTrainer  # noqa: E402
@@ -66,6 +68,13 @@ from .trainer import KerasTrainer  # noqa: E402
 LINEAR_ROLES = {"weight": "kernel", "bias": "bias"}
 BATCHNORM_ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",
                    "running_var": "moving_variance"}
+LAYERNORM_ROLES = {"weight": "gamma", "bias": "beta"}
+
+
+def given(**settings):
+    """The constructor arguments a case sets: a setting left to "default" is left out, as a user
+    who does not set it leaves it out, so the framework's own default applies."""
+    return {k: v for k, v in settings.items() if v != "default"}
 
 
 class Net(keras.Model):
@@ -111,6 +120,8 @@ class TensorFlowRunner(KerasTrainer, Runner):
     modes = ("eager", "graph")
     apis = ("loop", "trainer")
     backends = ("tf.function",)  # what compiles the loop's step, and fit's train function, in graph mode
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm",
+                          "no-clip"})  # no-clip: Keras has none, the case says so (make_optimizer)
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
@@ -146,9 +157,13 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 if spec.linear:
                     layer = keras.layers.Dense(spec.linear[1], use_bias=spec.bias, name=name)
                     layer.build((None, spec.linear[0]))
+                elif spec.layernorm:  # over the last axis, with gamma and beta (Keras' defaults)
+                    layer = keras.layers.LayerNormalization(name=name, **given(epsilon=spec.eps))
+                    layer.build((None, spec.layernorm))
                 else:  # Keras' momentum weighs the old statistic: the opposite of the neutral one
-                    layer = keras.layers.BatchNormalization(momentum=1.0 - spec.momentum, epsilon=spec.eps,
-                                                            name=name)
+                    momentum = spec.momentum if spec.momentum == "default" else 1.0 - spec.momentum
+                    layer = keras.layers.BatchNormalization(name=name, **given(momentum=momentum,
+                                                                               epsilon=spec.eps))
                     layer.build((None, spec.batchnorm))
                 return layer
 
@@ -164,20 +179,41 @@ class TensorFlowRunner(KerasTrainer, Runner):
         self.variables = {}
         for name in param_names(model):
             layer, role = name.split(".")
-            roles = LINEAR_ROLES if model.layers[layer].linear else BATCHNORM_ROLES
+            roles = LINEAR_ROLES if model.layers[layer].linear else \
+                LAYERNORM_ROLES if model.layers[layer].layernorm else BATCHNORM_ROLES
             self.variables[name] = getattr(layers[layer], roles[role])
         for name, variable in self.variables.items():
             variable.assign(values[name])
-        for name in model.frozen:
-            if name in layers:
-                layers[name].trainable = False  # the Keras way to freeze a layer
+        self._set_trainable(model.frozen, False)
+        self.names = {id(v): n for n, v in self.variables.items()}
+
+    def _set_trainable(self, names, trainable):
+        for name in names:
+            if name in self.layers:
+                self.layers[name].trainable = trainable  # the Keras way to freeze a layer
             elif KERAS2:
                 raise Unsupported(f"Keras {keras.__version__} cannot freeze one weight ({name}) of a built layer: a "
                                   f"tf.Variable's trainable is fixed at creation (add_weight(trainable=False)); "
                                   f"afterwards only layer.trainable = False freezes")
             else:
-                self.variables[name].trainable = False  # keras.Variable.trainable: one weight
-        self.names = {id(v): n for n, v in self.variables.items()}
+                self.variables[name].trainable = trainable  # keras.Variable.trainable: one weight
+
+    def set_trainable(self, names, trainable):
+        if not names:
+            return
+        self._set_trainable(names, trainable)
+        # A traced step keeps what it saw at trace time (the trainable_variables it differentiates,
+        # a BatchNormalization's `trainable`), as a compiled fit keeps its train function: Keras says
+        # to call compile() again after changing `trainable`, and a tf.function user wraps the step
+        # again. Both restart from the new flags here; the optimizer (and its state) is kept.
+        self.steps_, self.apply_, self.trainers_ = {}, None, {}
+        if self.opt_spec.params == "default":  # the loop hands over model.trainable_variables as they are now
+            self.params = list(self.net.trainable_variables)
+
+    def set_lr(self, lr):
+        # the way Keras users (and its LearningRateScheduler callback) change it: assign the
+        # optimizer's learning_rate, a variable the compiled steps read at each call
+        self.opt.learning_rate = lr
 
     def make_optimizer(self, optimizer: Optimizer):
         if self.api == "trainer":
@@ -195,20 +231,46 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 self.net.add_loss(lambda r=regularizer, v=variable: r(v))
             else:
                 variable.regularizer = regularizer
-        decay = optimizer.weight_decay or None  # Keras: None = no decay (AdamW: 0.0)
-        kw = dict(learning_rate=optimizer.lr, global_clipnorm=optimizer.clip_global_norm)
+        if optimizer.no_clip:
+            raise Unsupported("Keras optimizers clip every gradient they update (clipnorm, global_clipnorm): "
+                              "no variable can be left out of clipping or of the global norm")
+        # a setting left to "default" is left out of the constructor (given); Keras: weight_decay
+        # None = no decay (AdamW: 0.0)
+        decay = optimizer.weight_decay if optimizer.name == "adamw" else optimizer.weight_decay or None
+        kw = given(learning_rate=optimizer.lr, weight_decay=decay)
+        kw.update(global_clipnorm=optimizer.clip_global_norm, clipnorm=optimizer.clip_norm)
         if optimizer.name in ("sgd", "momentum"):
             momentum = optimizer.momentum if optimizer.name == "momentum" else 0.0
-            self.opt = keras.optimizers.SGD(momentum=momentum, weight_decay=decay, **kw)
-        elif optimizer.name == "adam":
-            self.opt = keras.optimizers.Adam(beta_1=optimizer.betas[0], beta_2=optimizer.betas[1],
-                                             epsilon=optimizer.eps, weight_decay=decay, **kw)
+            self.opt = keras.optimizers.SGD(**given(momentum=momentum), **kw)
         else:
-            self.opt = keras.optimizers.AdamW(beta_1=optimizer.betas[0], beta_2=optimizer.betas[1],
-                                              epsilon=optimizer.eps, weight_decay=optimizer.weight_decay, **kw)
+            betas = ("default", "default") if optimizer.betas == "default" else optimizer.betas
+            make = keras.optimizers.Adam if optimizer.name == "adam" else keras.optimizers.AdamW
+            self.opt = make(**given(beta_1=betas[0], beta_2=betas[1], epsilon=optimizer.eps), **kw)
+        if optimizer.no_decay:
+            # Keras' own exclusion list, set before the optimizer is built (its first update)
+            self.opt.exclude_from_weight_decay(var_list=[self.variables[n] for n in optimizer.no_decay])
+        self.opt_spec, self.built_with = optimizer, None
         self.grads_ = None
         self.unconnected = tf.UnconnectedGradients.NONE
         self.steps_, self.apply_, self.trainers_ = {}, None, {}
+
+    def defaults(self):
+        """Read from the built layers and optimizer: the values Keras chose for what the case left out."""
+        opt, out = self.opt, {}
+        read = {"lr": lambda: float(opt.learning_rate),
+                "weight_decay": lambda: float(opt.weight_decay or 0.0),  # Keras: None = no decay
+                "momentum": lambda: float(opt.momentum),
+                "betas": lambda: [float(opt.beta_1), float(opt.beta_2)],
+                "eps": lambda: float(opt.epsilon)}
+        for name in defaults_of(self.model, self.opt_spec):
+            owner, field = name.split(".")
+            if owner == "optimizer":
+                out[name] = read[field]()
+            elif field == "momentum":  # Keras weighs the old statistic: the new batch weighs 1 - m
+                out[name] = 1.0 - float(self.layers[owner].momentum)
+            else:
+                out[name] = float(self.layers[owner].epsilon)
+        return out
 
     def optimizer_params(self):
         # A Keras optimizer is bound to no variables up front: it updates the list the loop hands
@@ -272,8 +334,28 @@ class TensorFlowRunner(KerasTrainer, Runner):
             return
         if self.apply_ is None:
             self.apply_ = graph.compiled(self._apply) if self.mode == "graph" else self._apply
-        with tf.device(self.tf_device):
+        with tf.device(self.tf_device), self.refusal():
             self.apply_(self.grads_)
+
+    @contextlib.contextmanager
+    def refusal(self):
+        """A Keras optimizer updates only the variables of its first update (its build): handed one
+        unfrozen since, it refuses it ("Unknown variable" in Keras 3, "cannot recognize variable" in
+        Keras 2). That refusal, observed, makes the case unsupported; any other error propagates."""
+        if self.built_with is None:  # what this first update hands the optimizer (fit: trainable_variables)
+            self.built_with = {id(v) for v in (self.net.trainable_variables if self.api == "trainer" else self.params)}
+        try:
+            yield
+        except (KeyError, ValueError) as error:
+            added = [self.names.get(id(v), "?") for v in self.net.trainable_variables if id(v) not in self.built_with]
+            if not added:
+                raise
+            said = re.sub(r"<[^>]*>", "", str(error), flags=re.S)  # the variable's repr
+            # graph mode: the error after tf.function's traceback; KeyError quotes its message
+            said = said.rsplit("Error: ", 1)[-1].strip().strip("'\"")
+            said = " ".join(re.sub(r":\s*\.", ".", said).split())[:200]
+            raise Unsupported(f"Keras' optimizer refuses {added[0]}, trainable again after its first update "
+                              f"(its build): {said}") from None
 
     # ------------------------------------------------------------ observation
     def grads(self):

@@ -69,7 +69,7 @@ class KerasTrainer:
     def train_step(self, path, x, target, train):
         # the engine refuses explicit clearing modes itself: fit takes tape.gradient's default
         model = self._trainer(path, train)
-        with tf.device(self.tf_device), warnings.catch_warnings():
+        with tf.device(self.tf_device), self.refusal(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in runner.py's _apply
             history = model.fit(x, target, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
         return float(history.history["loss"][0])
