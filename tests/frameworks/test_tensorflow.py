@@ -27,7 +27,7 @@ from conformance.execute import run_instance
 from conformance.runners.base import Unavailable
 from conformance.reference import ReferenceRunner
 from conformance.scenario import batch, initial_values, observe
-from conformance.schema import SPEC_DIR, load_known, load_spec, profile
+from conformance.schema import SPEC_DIR, features_of, load_known, load_spec, profile
 from conftest import explained_undocumented, profile_gaps
 
 SPEC = {i.id: i for i in load_spec(SPEC_DIR)}
@@ -616,6 +616,8 @@ EXPLAINED_UNDOCUMENTED = {
     # the same counter: a weight frozen for one step resumes with the optimizer's count
     "refreeze-keeps-state[adam]", "refreeze-keeps-state[adamw]",
 }
+NOT_YET = {"embedding", "conv2d", "dropout"}
+LACKING = {i for i, inst in SPEC.items() if set(features_of(inst.case)) & NOT_YET}
 # Cases the adapter cannot express in TF/Keras, with the start of the reason it records.
 UNSUPPORTED = {
     "framework-containers-register[framework_dict]": "Keras has no dict container class",
@@ -627,6 +629,8 @@ UNSUPPORTED = {
     # model.trainable_variables, which grows when `a` is unfrozen)
     **{f"unfreeze-resumes[{o},default]": "Keras' optimizer refuses a.weight, trainable again after its first update"
        for o in ("sgd", "momentum", "adam", "adamw")},
+    # spec features the adapter does not express yet: the engine refuses them
+    **dict.fromkeys(LACKING, "the tensorflow adapter does not express"),
 }
 # Keras 2 also cannot freeze one weight of a built layer (a tf.Variable's trainable is fixed at
 # creation): every instance whose model freezes a "layer.param" (checked against the spec below).
@@ -652,7 +656,7 @@ if KERAS2:
 
 def test_keras2_unsupported_list_is_every_instance_freezing_one_weight():
     # the explicit list above stays in step with the spec: a frozen entry with a dot is one weight
-    assert KERAS2_FROZEN_WEIGHT == {i for i, inst in SPEC.items() if any(
+    assert KERAS2_FROZEN_WEIGHT == {i for i, inst in SPEC.items() if i not in LACKING and any(
         "." in n for n in [*inst.case.model.frozen, *(f for s in inst.case.steps for f in [*s.freeze, *s.unfreeze])])}
 
 
