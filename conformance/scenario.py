@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .runners.base import Runner, Unsupported
-from .schema import FEATURES, Case, Step, defaults_of, features_of, param_names
+from .schema import FEATURES, Case, defaults_of, features_of, param_names, schedule
 
 
 @dataclass
@@ -33,11 +33,6 @@ class Observation:
 
     def before(self, step: int) -> dict[str, np.ndarray]:
         return self.initial if step == 0 else self.steps[step - 1].values
-
-
-def schedule(case: Case) -> list[Step]:
-    """Steps with `repeat` unrolled."""
-    return [step for step in case.steps for _ in range(step.repeat)]
 
 
 def initial_values(case: Case) -> dict[str, np.ndarray]:

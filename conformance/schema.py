@@ -414,16 +414,14 @@ class Case(_Strict):
         """A train-mode dropout draws its own random mask: no framework's matches the oracle's, so
         `reference` checks may look only at steps before the first one that runs a dropout in train
         mode (that step's own loss included)."""
-        steps = _unrolled_steps(self)
+        steps = schedule(self)
         random = next((i for i, s in enumerate(steps) if s.train and any(self.model.spec(n).dropout for n in s.path)), None)
         if random is None:
             return
         for e in self.expect:
             refs = [f"grad {n}" for n, w in e.grad.items() if w == "reference"] + \
                    [f"value {n}" for n, w in e.value.items() if w == "reference"] + (["loss"] if e.loss else [])
-            at = list(range(n_steps)) if e.step == "all" else [n_steps - 1] if e.step == "last" else \
-                [s % n_steps for s in (e.step if isinstance(e.step, list) else [e.step] if e.step is not None else [])]
-            late = [i for i in at if i >= random]
+            late = [i for i in expect_steps(e.step, n_steps) if i >= random]
             if refs and late:
                 raise ValueError(f"'{refs[0]}: reference' at step {late[0]}: step {random} runs a dropout in train mode, "
                                  f"whose random mask no framework shares with the oracle")
@@ -522,8 +520,20 @@ def features_of(case: Case) -> list[str]:
     return [f for f in FEATURES if used[f]]
 
 
-def _unrolled_steps(case) -> list[Step]:
-    return [s for s in case.steps for _ in range(s.repeat)]
+def schedule(case: Case) -> list[Step]:
+    """Steps with `repeat` unrolled."""
+    return [step for step in case.steps for _ in range(step.repeat)]
+
+
+def expect_steps(spec_step, n: int) -> list[int]:
+    """The step indices an expectation's `step` names in a schedule of n steps (none without one)."""
+    if spec_step is None:
+        return []
+    if spec_step == "all":
+        return list(range(n))
+    if spec_step == "last":
+        return [n - 1]
+    return [s % n for s in (spec_step if isinstance(spec_step, list) else [spec_step])]
 
 
 def param_names(model: Model) -> list[str]:

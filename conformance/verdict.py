@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .scenario import Observation
-from .schema import Instance, defaults_of
+from .schema import Instance, defaults_of, expect_steps
 
 VERDICTS = ("conform", "divergence", "error", "unsupported")
 
@@ -41,14 +41,6 @@ def _compare(observed, expected, tol) -> tuple[bool, str]:
     diff = float(np.max(np.abs(observed - expected))) if observed.size else 0.0
     held = bool(np.allclose(observed, expected, rtol=tol.rtol, atol=tol.atol))
     return held, f"max |observed - reference| {diff:.1e}"
-
-
-def _steps(spec_step, n: int) -> list[int]:
-    if spec_step == "all":
-        return list(range(n))
-    if spec_step == "last":
-        return [n - 1]
-    return [s % n for s in (spec_step if isinstance(spec_step, list) else [spec_step])]
 
 
 def _applies(when: dict, axes: dict) -> bool:
@@ -158,7 +150,7 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
             return moved == expected, described
 
         shown = want if against_spec else f"as the variant oracle ({want} check)"
-        checks.append(_over_steps(label, shown, _steps(spec_step, n), one))
+        checks.append(_over_steps(label, shown, expect_steps(spec_step, n), one))
     return checks
 
 
