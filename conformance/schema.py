@@ -337,7 +337,7 @@ class Optimizer(_Strict):
 
 
 class Step(_Strict):
-    path: list[str]
+    path: list[str] = Field(min_length=1)
     batch: int | None = Field(None, ge=0)  # input batch index; default: the step's index
     clear: bool = True        # clear gradients before this step
     backward: bool = True

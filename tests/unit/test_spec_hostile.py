@@ -252,3 +252,8 @@ def test_no_reference_check_after_a_train_mode_dropout(tmp_path):
     assert "'value a.weight: reference' at step 1: step 0 runs a dropout in train mode" in msg and "\n" not in msg
     fine = text.replace("{step: 1, value: {a.weight: reference}}", "{step: 1, value: {a.weight: changed}}")
     assert load_spec(write_spec(tmp_path, fine))
+
+
+def test_an_empty_path_is_refused_with_one_line(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("{path: [a]}", "{path: []}"))
+    assert "steps.0.path" in msg and "at least 1" in msg and "\n" not in msg
