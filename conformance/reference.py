@@ -288,7 +288,10 @@ class ReferenceRunner(Runner):
                     y = y * tape[-1][2]
             elif spec.embedding:
                 tape.append((layer, "embedding", y.astype(np.int64)))
-                y = self.values_[self._param(layer, "weight")][y.astype(np.int64)]
+                rows = y.astype(np.int64)
+                y = self.values_[self._param(layer, "weight")][rows]
+                if "padding-row-looks-up-zeros" in self.variants and spec.padding_idx is not None:
+                    y = np.where((rows == spec.padding_idx)[:, None], 0.0, y)
             elif spec.layernorm:
                 y, saved = layernorm(y, self.values_[self._param(layer, "weight")],
                                      self.values_[self._param(layer, "bias")], spec.eps)

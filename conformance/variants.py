@@ -48,6 +48,10 @@ VARIANTS: dict[str, Variant] = {
         "optimizer built from it never holds them, so a parameter unfrozen later gets no update",
         "an optimizer built from the model's default collection holds its frozen parameters too: "
         "unfreezing one later trains it"),
+    "padding-row-looks-up-zeros": Variant(
+        "an Embedding with a padding index outputs zeros wherever the input is that index, whatever the "
+        "padding row holds (a row loaded from a pretrained table, or moved by decay); the row gets no gradient",
+        "looking up the padding index returns the padding row as it is stored (only its gradient is zero)"),
     # ---- parameter collections and modes
     "trainable-collection-read-each-step": Variant(
         "the training loop hands the optimizer the model's trainable collection as it is at each step: a "

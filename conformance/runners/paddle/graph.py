@@ -22,16 +22,25 @@ from ..base import Unsupported, frozen_params
 from ...schema import param_names
 
 
-class _Path(paddle.nn.Layer):
-    """What a user hands to paddle.jit.to_static: one step path, its layers in order."""
+def flatten_for(spec, y):
+    """What a user writes before a Linear that takes an image: paddle.flatten(x, 1), channels first."""
+    return paddle.flatten(y, 1) if spec.linear and len(y.shape) > 2 else y
 
-    def __init__(self, layers, detach_after):
+
+class _Path(paddle.nn.Layer):
+    """What a user hands to paddle.jit.to_static: one step path, its layers in order (a Linear
+    after an image flattens it first)."""
+
+    def __init__(self, layers, detach_after, flatten):
         super().__init__()
         self.steps = paddle.nn.LayerList(layers)
         self.detach = [i for i, name in enumerate(detach_after) if name]
+        self.flatten = [i for i, name in enumerate(flatten) if name]
 
     def forward(self, x):
         for i, layer in enumerate(self.steps):
+            if i in self.flatten:
+                x = paddle.flatten(x, 1)
             x = layer(x)
             if i in self.detach:
                 x = x.detach()
@@ -63,7 +72,9 @@ class ToStatic:
         from paddle.jit.sot.utils import min_graph_size_guard, strict_mode_guard
         key = tuple(path)
         if key not in self.compiled:
-            layer = _Path([self.layers[n] for n in path], [n in self.model.detach_after for n in path])
+            shapes = self.model.shapes(path)  # the input shape of each layer of the path (one sample)
+            layer = _Path([self.layers[n] for n in path], [n in self.model.detach_after for n in path],
+                          [bool(self.model.spec(n).linear) and len(shape) > 1 for n, shape in zip(path, shapes)])
             self.compiled[key] = paddle.jit.to_static(layer, full_graph=False)
         with min_graph_size_guard(0), strict_mode_guard(True):
             y = self.compiled[key](x)
@@ -214,11 +225,12 @@ class StaticProgram:
         with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
             layers, net = self._make_layers(self.model, self._attrs)
             net.train() if train else net.eval()  # a layer's mode is fixed when the program is built
-            x = paddle.static.data("x", list(shape[0]), "float32")
+            # an embedding path's input is int64 row indices
+            x = paddle.static.data("x", list(shape[0]), "int64" if self.model.spec(path[0]).embedding else "float32")
             t = paddle.static.data("t", list(shape[1]), "float32")
             y = x
             for name in path:
-                y = layers[name](y)
+                y = layers[name](flatten_for(self.model.spec(name), y))
                 if name in self.model.detach_after:
                     y = y.detach()
             loss = ((y - t) ** 2).mean()

@@ -29,7 +29,7 @@ warnings.filterwarnings("ignore", message="When training, we now always track gl
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold
 from ...schema import Model, Optimizer, defaults_of, param_names
-from .graph import StaticProgram, ToStatic
+from .graph import StaticProgram, ToStatic, flatten_for
 from .trainer import HapiTrainer
 
 
@@ -40,6 +40,22 @@ class _Net(paddle.nn.Layer):
     def forward(self, x):
         return self.run_path(x)
 
+
+
+def image_batchnorms(model: Model) -> set[str]:
+    """The BatchNorm layers that take an image (BatchNorm2D; the others BatchNorm1D). The adapter
+    builds the model before it sees a step path, as a user writes the model's layers top to bottom:
+    the shapes along the layers in the order the model declares them say which BatchNorm follows a
+    conv. A model whose declared order is no chain and that has a conv is refused, not guessed."""
+    names = [n for n, spec in model.layers.items() if not spec.tie]
+    if not any(spec.conv2d for spec in model.layers.values()):
+        return set()
+    try:
+        shapes = model.shapes(names)
+    except ValueError:
+        raise Unsupported("the paddle adapter picks BatchNorm1D or BatchNorm2D from the model's declared "
+                          "layer order, and this model's order is not one chain of layers") from None
+    return {n for n, shape in zip(names, shapes) if model.layers[n].batchnorm and len(shape) == 3}
 
 
 def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt) -> dict[str, object]:
@@ -75,7 +91,8 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     apis = ("loop", "trainer")
     backends = ("to_static", "static")
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip"})
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
+                          "embedding", "conv2d", "dropout"})
     read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
     # n_mean / n_variance in a static program (graph.py)
@@ -110,11 +127,21 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     def _make_layers(self, model: Model, attrs=None):
         """Every layer and the net holding them as model.container says. `attrs(name, role)` gives the
         ParamAttr of a parameter (static programs share parameters across programs by name)."""
+        images = image_batchnorms(model)
+
         def make(name, spec):
             a = (lambda role: None) if attrs is None else functools.partial(attrs, name)
             if spec.linear:
                 return paddle.nn.Linear(*spec.linear, weight_attr=a("weight"),
                                         bias_attr=(a("bias") if spec.bias else False))
+            if spec.conv2d:  # NCHW input, weight (out, in, kh, kw): the canonical layout
+                c_in, c_out, k = spec.conv2d
+                return paddle.nn.Conv2D(c_in, c_out, k, stride=1, padding=k // 2, weight_attr=a("weight"),
+                                        bias_attr=(a("bias") if spec.bias else False))
+            if spec.embedding:  # the default constructor: sparse=False, a dense gradient
+                return paddle.nn.Embedding(*spec.embedding, padding_idx=spec.padding_idx, weight_attr=a("weight"))
+            if spec.dropout:  # mode "upscale_in_train" by default: the reference's scaling
+                return paddle.nn.Dropout(p=spec.dropout)
             kw = {} if spec.eps == "default" else {"epsilon": spec.eps}  # "default": left out
             if spec.layernorm:
                 return paddle.nn.LayerNorm(spec.layernorm, weight_attr=a("weight"), bias_attr=a("bias"), **kw)
@@ -122,8 +149,10 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
             # names the statistics name_mean / name_variance in a static program
             if spec.momentum != "default":
                 kw["momentum"] = 1.0 - spec.momentum
-            return paddle.nn.BatchNorm1D(spec.batchnorm, weight_attr=a("weight"), bias_attr=a("bias"),
-                                         name=None if attrs is None else name, **kw)
+            # BatchNorm2D after a conv (per channel over N, H, W), BatchNorm1D on features
+            kind = paddle.nn.BatchNorm2D if name in images else paddle.nn.BatchNorm1D
+            return kind(spec.batchnorm, weight_attr=a("weight"), bias_attr=a("bias"),
+                        name=None if attrs is None else name, **kw)
 
         layers = build_layers(model, make)  # a tie is the same Layer object
         attributes, container = hold(model, layers, paddle.nn.LayerList, paddle.nn.LayerDict)
@@ -235,7 +264,7 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     def _run_path(self, path, x):
         y = x
         for name in path:
-            y = self.layers[name](y)
+            y = self.layers[name](flatten_for(self.model.spec(name), y))
             if name in self.model.detach_after:
                 y = y.detach()
         return y
