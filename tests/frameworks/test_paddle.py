@@ -306,8 +306,17 @@ FROZEN_KEEPS_GRAD = {f"freeze-after-optimizer[{o},{c}]" for o in ("sgd", "moment
 EXPLAINED_UNDOCUMENTED = EXPLAINED_EVERYWHERE | FROZEN_KEEPS_GRAD
 
 
-# spec features the adapter does not express yet: their cases are unsupported with the engine's reason
-NOT_YET = {"embedding", "conv2d", "dropout"}
+# A divergence the oracle cannot reproduce although its variant is in the profile: paddle's net.eval()
+# does not reach a Dropout in a plain list (plain-contained-layers-stay-train, snip_plain_list_dropout.py,
+# test_eval_does_not_reach_a_plain_list_dropout), so it drops in the eval step; the oracle run with that
+# variant drops too, but with its own mask, and the case's checks are `reference` values. An engine
+# limit (a variant that turns a dropout on leaves nothing a value check can compare), not a gap in the
+# profile: every loop run shows exactly this one.
+MASK_UNREPRODUCIBLE = {"dropout-in-container-follows-eval[plain_list]"}
+
+
+def unexplained_ids(unexplained):
+    return {line.split(": ")[0] for line in unexplained}
 
 
 def full_run(tmp_path, *args):
@@ -324,9 +333,10 @@ def test_full_run(tmp_path):
     doc = full_run(tmp_path)
     assert all(c.references and c.checks for c in doc.cases if not lacking(c))
     assert {c.verdict for c in doc.cases if not lacking(c)} <= {"conform", "divergence"}, "no errors, nothing unsupported"
-    assert missing_features(doc) == NOT_YET
+    assert missing_features(doc) == set()
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained, "confirm these with a snippet, then add the variant to runners/paddle/known.yaml or report them"
+    assert unexplained_ids(unexplained) == MASK_UNREPRODUCIBLE, \
+        "confirm these with a snippet, then add the variant to runners/paddle/known.yaml or report them"
     assert not unused, "runners/paddle/known.yaml lists variants that no divergence needed"
     assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED
 
@@ -860,6 +870,101 @@ def test_minimize_takes_no_parameter_groups():
     assert record.verdict == "unsupported" and "no parameter groups" in record.reason
 
 
+# ---------------------------------------------------------------- issue 14: embedding, conv2d, dropout
+def test_embedding_padding_index_looks_up_zeros():
+    # Embedding docs: "It will pad all-zero data when ids is ..."; snippet snip_embedding_padding_zeros.py
+    emb = paddle.nn.Embedding(5, 3, padding_idx=0)
+    assert emb._sparse is False  # the default constructor hands the optimizer a dense gradient
+    emb.weight.set_value(np.ones((5, 3), np.float32))
+    y = emb(paddle.to_tensor(np.array([0, 1, 1], np.int64)))
+    y.sum().backward()
+    np.testing.assert_array_equal(y.numpy()[0], 0.0)  # torch would return the stored row of ones
+    np.testing.assert_array_equal(emb.weight.grad.numpy()[:2], [[0.0] * 3, [2.0] * 3])
+
+
+def test_eval_does_not_reach_a_plain_list_dropout():
+    # snippet snip_plain_list_dropout.py: the Dropout half of plain-contained-layers-stay-train
+    net = paddle.nn.Layer()
+    drop = paddle.nn.Dropout(p=0.5)
+    assert drop.mode == "upscale_in_train"  # the reference's scaling by 1 / (1 - p) in train mode
+    net.blocks = [drop]
+    net.eval()
+    assert drop.training
+    net.blocks = paddle.nn.LayerList([drop])
+    net.eval()
+    assert not drop.training
+
+
+def test_adapter_conv_is_faithful():
+    """conv-bn-running-stats through the adapter equals hand-written Paddle: Conv2D(padding=k // 2,
+    bias_attr=False), BatchNorm2D, paddle.flatten(x, 1), Linear; the weight is OIHW both ways."""
+    case = SPEC["conv-bn-running-stats"].case
+    runner = PaddleRunner("cpu")
+    obs = observe(runner, case)
+    assert type(runner.layers["bn"]) is paddle.nn.BatchNorm2D and runner.layers["c"].bias is None
+    init = initial_values(case)
+    assert init["c.weight"].shape == (3, 2, 3, 3)
+    np.testing.assert_array_equal(obs.initial["c.weight"], init["c.weight"])  # the layout round-trips
+    conv, bn, fc = paddle.nn.Conv2D(2, 3, 3, padding=1, bias_attr=False), paddle.nn.BatchNorm2D(3), paddle.nn.Linear(48, 2)
+    conv.weight.set_value(init["c.weight"])
+    bn.weight.set_value(init["bn.weight"])
+    bn.bias.set_value(init["bn.bias"])
+    bn._mean.set_value(init["bn.running_mean"])
+    bn._variance.set_value(init["bn.running_var"])
+    fc.weight.set_value(init["fc.weight"])
+    fc.bias.set_value(init["fc.bias"])
+    opt = paddle.optimizer.SGD(0.1, parameters=conv.parameters() + bn.parameters() + fc.parameters())
+    for index in range(2):
+        opt.clear_grad()
+        x, t = batch(case, index, ["c", "bn", "fc"])
+        loss = ((fc(paddle.flatten(bn(conv(paddle.to_tensor(x))), 1)) - paddle.to_tensor(t)) ** 2).mean()
+        loss.backward()
+        if index == 0:
+            np.testing.assert_array_equal(obs.steps[0].grads["c.weight"], conv.weight.grad.numpy())
+        opt.step()
+        assert obs.steps[index].loss == float(loss.item())
+    np.testing.assert_array_equal(obs.steps[-1].values["c.weight"], conv.weight.numpy())
+    np.testing.assert_array_equal(obs.steps[-1].values["bn.running_mean"], bn._mean.numpy())
+
+
+def test_batchnorm_kind_follows_its_input():
+    """BatchNorm2D after a conv, BatchNorm1D on features (BatchNorm2D refuses a 2-D input)."""
+    runner, _ = started(PaddleRunner("cpu"), "seed-2-conv-blocks-in-plain-list[framework_list]")
+    assert type(runner.layers["block_bn"]) is paddle.nn.BatchNorm2D
+    runner, _ = started(PaddleRunner("cpu"), "bn-custom-momentum-eps")
+    assert type(runner.layers["bn"]) is paddle.nn.BatchNorm1D
+    with pytest.raises(ValueError):
+        paddle.nn.BatchNorm2D(3)(paddle.ones([4, 3]))
+
+
+def test_embedding_grad_is_dense_and_padding_row_gets_none():
+    runner, case = started(PaddleRunner("cpu"), "embedding-padding-row[sgd]")
+    x, t = batch(case, 0, ["emb", "out"])
+    runner.forward(["emb", "out"], x, t, train=True, backward=True)
+    grad = runner.grads()["emb.weight"]
+    assert grad.shape == (10, 4)
+    np.testing.assert_array_equal(grad[0], 0.0)  # the padding row
+    unused = sorted(set(range(10)) - set(x.tolist()))
+    assert unused and not grad[unused].any()  # rows not looked up: zero, reported dense
+    assert all(grad[r].any() for r in set(x.tolist()) - {0})
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_dropout_is_the_identity_in_eval_only(mode):
+    runner, case = started(PaddleRunner("cpu", mode=mode), "dropout-on-in-train")
+    x, t = batch(case, 0, ["a", "drop", "b"])
+    evals = {runner.forward(["a", "drop", "b"], x, t, train=False, backward=False) for _ in range(2)}
+    trains = {runner.forward(["a", "drop", "b"], x, t, train=True, backward=False) for _ in range(3)}
+    assert len(evals) == 1 and evals.isdisjoint(trains)
+
+
+def test_static_program_runs_the_new_layers():
+    """The static Program: int64 feed for an embedding, conv + BatchNorm2D + flatten, and the same
+    losses and values as dygraph where nothing accumulates."""
+    for instance_id in ("conv-bn-running-stats", "embedding-rows-not-looked-up-state[adam]", "dropout-off-in-eval"):
+        assert_observes_as_dygraph(PaddleRunner("cpu", mode="graph", backend="static"), SPEC[instance_id].case, atol=1e-5)
+
+
 # ---------------------------------------------------------------- the full runs of the other axes
 @pytest.mark.xfail(paddle.__version__ < "3", strict=True, reason=(
     "Paddle 2.6's SOT runs some compiled paths as dygraph in a long run (a cache hit runs no subgraph); "
@@ -869,9 +974,9 @@ def test_full_run_graph_to_static(tmp_path):
     doc = full_run(tmp_path, "--mode", "graph")
     assert (doc.environment.mode, doc.environment.backend) == ("graph", "to_static")
     assert {c.verdict for c in doc.cases if not lacking(c)} <= {"conform", "divergence"}, "no errors, nothing unsupported"
-    assert missing_features(doc) == NOT_YET
+    assert missing_features(doc) == set()
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained and not unused
+    assert unexplained_ids(unexplained) == MASK_UNREPRODUCIBLE and not unused
     # accumulate-across-unused: compiled-first-call-sets-grads (snip_to_static_first_call_grads.py);
     # unfreeze-resumes: compiled-keeps-first-frozen (snip_to_static_keeps_trainable.py)
     assert explained_undocumented(doc) == EXPLAINED_UNDOCUMENTED | {"accumulate-across-unused"} | {
@@ -887,7 +992,7 @@ def test_full_run_graph_static(tmp_path):
     assert (doc.environment.mode, doc.environment.backend) == ("graph", "static")
     verdicts = {c.id: c.verdict for c in doc.cases}
     assert set(verdicts.values()) <= {"conform", "divergence", "unsupported"}, "no errors"
-    assert missing_features(doc) == NOT_YET
+    assert missing_features(doc) == set()
     assert all(verdicts[i] == "conform" for i in SPEC if i.startswith("seed-4-"))
     # what a static program cannot express: explicit clearing, backward apart from the update, set_lr,
     # and minimize() with parameter groups (no_decay outside AdamW)
@@ -898,7 +1003,7 @@ def test_full_run_graph_static(tmp_path):
         "minimize() in a static Program takes no parameter groups (its backward rejects a list of dicts): "
         "no per-group weight_decay"}
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained and not unused
+    assert unexplained_ids(unexplained) == MASK_UNREPRODUCIBLE and not unused
     assert explained_undocumented(doc) == EXPLAINED_EVERYWHERE
 
 
@@ -907,8 +1012,10 @@ def test_full_run_trainer(tmp_path):
     assert doc.environment.api == "trainer"
     verdicts = {c.id: c.verdict for c in doc.cases}
     assert set(verdicts.values()) <= {"conform", "divergence", "unsupported"}, "no errors"
-    assert missing_features(doc) == NOT_YET
+    assert missing_features(doc) == set()
     assert verdicts["seed-1-decay-moves-unused-layer[sgd]"] == "divergence"  # train_batch zero-fills too
+    # hapi has no eval-mode train step: the dropout cases are refused with its reason
+    assert {verdicts[i] for i in SPEC if i.startswith("dropout-")} == {"unsupported"}
     unexplained, unused = profile_gaps(doc)
     assert not unexplained
     # plain-contained-layers-stay-train: its only cases (train-mode-reaches-contained) run a train-mode
