@@ -152,10 +152,11 @@ def cmd_repro(args) -> int:
     _say(f"{instance.id} on {args.framework} {adapter.version()} ({_axes(args.device, runner.mode, runner.backend, runner.api)})")
     _say(f"  {instance.case.title}  [{instance.source}]")
     observed = observe(runner, instance.case)
-    _say(trace(instance, observed, observe(ReferenceRunner(), instance.case)))
+    reference = observe(ReferenceRunner(), instance.case)
+    _say(trace(instance, observed, reference))
     variants = profile(load_known(args.framework, args.known), adapter.version(), runner.mode, runner.api,
                        runner.backend)
-    needed, miss = explain(instance, observed, variants)
+    needed, miss = explain(instance, observed, reference, variants)
     names = ", ".join(v.variant for v in variants) or "none"
     if miss:
         _say(f"profile ({names}) does not reproduce it: {miss}")

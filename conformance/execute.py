@@ -80,18 +80,18 @@ def observe_safely(runner: Runner, case: Case) -> tuple[str, object]:
         return "error", one_line(exc)
 
 
-def explain(instance: Instance, obs: Observation, profile: list[KnownVariant],
+def explain(instance: Instance, obs: Observation, ref: Observation, profile: list[KnownVariant],
             limit: float = DEFAULT_TIMEOUT, ablate: bool = True) -> tuple[list[KnownVariant], str | None]:
-    """Run the oracle under the profile's variants. When it reproduces every checked observation of
-    `obs`: (the variants it needed, None), found by dropping, one at a time, each variant whose removal
-    keeps the match, so every one named is needed. Otherwise: ([], the first check it does not explain).
+    """Run the oracle under the profile's variants (`ref`: its observation without them). When it
+    reproduces every checked observation of `obs`: (the variants it needed, None), found by dropping,
+    one at a time, each variant whose removal keeps the match, so every one named is needed. Otherwise: ([], the first check it does not explain).
     All its oracle runs together get `limit` seconds, the case's own limit. Without `ablate`, only
     whether the whole profile reproduces `obs` is asked (and all of it is returned)."""
     def miss(variants) -> str | None:
         model = observe_safely(ReferenceRunner(variants=[v.variant for v in variants]), instance.case)
         if model[0] != "ok":
             return f"the variant oracle failed: {model[1]}"
-        check = unexplained(instance, obs, model[1])
+        check = unexplained(instance, obs, model[1], ref)
         return None if check is None else f"{check.check}: observed {check.observed}, variant oracle expects otherwise"
 
     try:
@@ -138,9 +138,9 @@ def judge(instance: Instance, outcome: tuple[str, object], reference: Observatio
     held = all(c.held for c in checks)
     checks_kept = [CheckRecord(**vars(c)) for c in checks]
     if held:  # the profile must not predict a divergence that did not happen
-        _, miss = explain(instance, observation, profile, limit, ablate=False) if profile else ([], None)
+        _, miss = explain(instance, observation, reference, profile, limit, ablate=False) if profile else ([], None)
         return CaseRecord(**record, verdict="conform", unexplained=miss, checks=checks_kept)
-    needed, miss = explain(instance, observation, profile, limit)
+    needed, miss = explain(instance, observation, reference, profile, limit)
     explanation = Explanation(variants=[VariantRecord.of(v) for v in needed]) if needed else None
     documented = explanation is not None and all(v.link is not None for v in needed)
     return CaseRecord(**record, verdict="divergence", reason=failure_summary(checks),

@@ -194,6 +194,7 @@ class ReferenceRunner(Runner):
         self._path_frozen = set()
         self.decayed_ = set()  # parameters an update applied weight decay to
         self.dropout_rng = np.random.default_rng(0)
+        self.drew_random = False
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -284,6 +285,7 @@ class ReferenceRunner(Runner):
             elif spec.dropout:
                 if self._train_mode(layer, train):  # the oracle's own mask: no framework shares it
                     keep = self.dropout_rng.random(y.shape) >= spec.dropout
+                    self.drew_random = True
                     tape.append((layer, "dropout", keep / (1.0 - spec.dropout)))
                     y = y * tape[-1][2]
             elif spec.embedding:

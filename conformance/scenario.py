@@ -30,6 +30,7 @@ class Observation:
     grads_observed: bool = True  # a framework's trainer keeps its gradients to itself
     decayed: dict[str, bool] | None = None  # per parameter: does the update program decay it (None: no program)
     defaults: dict[str, object] = field(default_factory=dict)  # value used for each setting left to default
+    random_from: int | None = None  # the first step whose forward drew a random dropout mask (the oracle's)
 
     def before(self, step: int) -> dict[str, np.ndarray]:
         return self.initial if step == 0 else self.steps[step - 1].values
@@ -121,6 +122,8 @@ def observe(runner: Runner, case: Case) -> Observation:
             if step.update:
                 runner.update()
         obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values()))
+        if runner.drew_random and obs.random_from is None:
+            obs.random_from = index
     obs.decayed = runner.decayed()
     return obs
 

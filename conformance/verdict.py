@@ -100,12 +100,23 @@ def observed(kind: str, obs: Observation) -> bool:
     return obs.grads_observed if kind == "grad" else obs.decayed is not None if kind == "decayed" else True
 
 
-def _check(instance: Instance, obs: Observation, other: Observation, against_spec: bool) -> list[Check]:
+def _check(instance: Instance, obs: Observation, other: Observation, against_spec: bool,
+           ref: Observation | None = None) -> list[Check]:
     """Every check of the case on `obs`. Against the spec, each check expects what the spec says and
     `reference` values come from `other` (the oracle). Otherwise every check expects what `other`
     (the oracle under variants) shows for it: the same grad state, the same moved / unchanged,
-    values within tolerance, the same optimizer count and trainable flag."""
+    values within tolerance, the same optimizer count and trainable flag. From the step where the
+    variant oracle drew a dropout mask of its own (a variant left a dropout in train mode), its
+    values are one random draw no framework shares: there a `reference` value check expects only
+    what that draw implies, a value that differs from `ref` (the oracle without variants)."""
     checks, n, tol = [], len(obs.steps), instance.case.tolerance
+    random_from = None if against_spec or other.random_from is None else other.random_from
+
+    def compare(got, i, pick):
+        if random_from is not None and i >= random_from:
+            same, described = _compare(got, pick(ref.steps[i]), tol)
+            return not same, f"{described} (the variant oracle's dropout mask is its own: it expects a difference)"
+        return _compare(got, pick(other.steps[i]), tol)
     for label, want, spec_step, kind, name in probes(instance):
         if not observed(kind, obs):
             continue  # the record lists it as not observed
@@ -134,16 +145,16 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
 
         def one(i, kind=kind, name=name, want=want):
             if kind == "loss":
-                return _compare(np.float64(obs.steps[i].loss), np.float64(other.steps[i].loss), tol)
+                return compare(np.float64(obs.steps[i].loss), i, lambda o: np.float64(o.loss))
             if kind == "grad":
                 g = obs.steps[i].grads[name]
                 if want == "reference":
-                    return _compare(g, other.steps[i].grads[name], tol)
+                    return compare(g, i, lambda o: o.grads[name])
                 expected = want if against_spec else _grad_class(other.steps[i].grads[name], want)
                 return _grad_class(g, want) == expected, _describe_grad(g)
             now = obs.steps[i].values[name]
             if want == "reference":
-                return _compare(now, other.steps[i].values[name], tol)
+                return compare(now, i, lambda o: o.values[name])
             moved, described = _moved(now, obs.before(i)[name])
             expected = (want == "changed") if against_spec else _moved(other.steps[i].values[name],
                                                                        other.before(i)[name])[0]
@@ -159,10 +170,10 @@ def evaluate(instance: Instance, obs: Observation, ref: Observation) -> list[Che
     return _check(instance, obs, ref, against_spec=True)
 
 
-def unexplained(instance: Instance, obs: Observation, model: Observation) -> Check | None:
+def unexplained(instance: Instance, obs: Observation, model: Observation, ref: Observation) -> Check | None:
     """The first check on which `obs` differs from `model` (the oracle run under variants), or None
-    when the model reproduces every checked observation."""
-    return next((c for c in _check(instance, obs, model, against_spec=False) if not c.held), None)
+    when the model reproduces every checked observation. `ref` is the oracle's own observation."""
+    return next((c for c in _check(instance, obs, model, against_spec=False, ref=ref) if not c.held), None)
 
 
 def failure_summary(checks: list[Check]) -> str:

@@ -37,6 +37,8 @@ class Runner(ABC):
     no_trainer = ""                      # why "trainer" is not among apis, when the framework has none
     backends: tuple[str, ...] = ()       # what may compile the graph (--backend); the first is the default
     features: frozenset[str] = frozenset()  # spec features beyond the core it expresses (schema.FEATURES)
+    # set by forward when it drew a random number no other runner shares (the oracle's dropout mask)
+    drew_random: bool = False
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         if device not in self.devices:

@@ -349,3 +349,33 @@ def test_a_malformed_decay_observation_is_an_error(decayed, message):
             return decayed
     record = run_instance(Lying(), SEED4, [])
     assert record.verdict == "error" and message in record.reason
+
+
+class OwnDropoutMask(ReferenceRunner):
+    """A framework whose dropout in a plain list stays in train mode, drawing masks of its own."""
+    def __init__(self):
+        super().__init__(variants=("plain-contained-layers-stay-train",))
+
+    def build(self, model, values):
+        super().build(model, values)
+        self.dropout_rng = np.random.default_rng(1)
+
+
+PLAIN_DROPOUT = next(i for i in SPEC if i.id == "dropout-in-container-follows-eval[plain_list]")
+
+
+def test_a_variant_that_leaves_dropout_training_explains_a_random_difference():
+    """The variant oracle draws its own mask, so it cannot give the framework's values: from that
+    step a `reference` value check is reproduced by a value that differs from the reference."""
+    record = run_instance(OwnDropoutMask(), PLAIN_DROPOUT, [known("plain-contained-layers-stay-train")])
+    assert record.verdict == "divergence" and record.unexplained is None
+    assert [v.name for v in record.documented.variants] == ["plain-contained-layers-stay-train"]
+    assert run_instance(OwnDropoutMask(), PLAIN_DROPOUT, []).documented is None
+
+
+def test_a_profile_that_predicts_a_random_difference_is_contradicted_by_the_identity():
+    """A framework whose contained dropout follows eval conforms; a profile saying it stays in
+    train mode predicts a difference that did not happen."""
+    record = run_instance(ReferenceRunner(), PLAIN_DROPOUT, [known("plain-contained-layers-stay-train")])
+    assert record.verdict == "conform" and "expects a difference" in record.unexplained
+
