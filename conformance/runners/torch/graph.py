@@ -50,15 +50,16 @@ def routes(model, attributes, container):
 class CompiledPaths(dict):
     """path (a tuple of layer names) -> the user's model along that path, compiled on first use."""
 
-    def __init__(self, net, routes, backend):
+    def __init__(self, net, routes, backend, flatten_before):
         super().__init__()
         # a new case builds new modules: forget the last case's graphs, so that the recompile
         # limit counts this case's recompilations only
         torch._dynamo.reset()
-        self.net, self.routes, self.backend = net, routes, backend
+        self.net, self.routes, self.backend, self.flatten_before = net, routes, backend, flatten_before
 
     def __missing__(self, path):
-        route = tuple(self.routes[name] for name in path)
+        flatten = self.flatten_before(path)
+        route = tuple((*self.routes[name], i in flatten) for i, name in enumerate(path))
         self[path] = torch.compile(_PathModel(self.net, route), backend=self.backend, fullgraph=True)
         return self[path]
 
@@ -89,14 +90,18 @@ def _alive(pid: int) -> bool:
 
 class _PathModel(torch.nn.Module):
     """The user's model with a forward along one path: each layer read the way the model holds it
-    (an attribute, or an item of its container), detached after where the case says."""
+    (an attribute, or an item of its container), an image flattened (channels first) before a linear
+    layer, detached after where the case says."""
 
     def __init__(self, net, route):
         super().__init__()
-        self.net, self.route = net, route  # route: (attribute, item or None, detach after) per layer
+        # route: (attribute, item or None, detach after, flatten before) per layer
+        self.net, self.route = net, route
 
     def forward(self, y):
-        for attribute, item, detach in self.route:
+        for attribute, item, detach, flatten in self.route:
+            if flatten:
+                y = y.flatten(1)
             layer = getattr(self.net, attribute)
             y = (layer if item is None else layer[item])(y)
             if detach:
