@@ -389,6 +389,20 @@ def test_graph_cases_do_not_accumulate_recompilations():
         observe(runner, SPEC[instance_id].case)
 
 
+def test_inductor_cache_folder_is_one_per_run():
+    """Workers of one run (a replacement after a timeout among them) share one private folder named
+    by the run's process, the one a run that runs its cases in-process (repro) uses."""
+    import multiprocessing
+    import os
+    import stat
+    from conformance.runners.torch import graph
+    with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:  # a new process per task
+        first, second = (pool.apply(graph._fresh_cache_dir) for _ in range(2))
+    own = graph._fresh_cache_dir()
+    assert first == second == own and f"-run-{os.getpid()}-" in own
+    assert stat.S_IMODE(os.stat(first).st_mode) == 0o700
+
+
 @torch._dynamo.config.patch(disable=True)
 def test_compile_disabled_is_refused():
     with pytest.raises(Unavailable, match="TORCH_COMPILE_DISABLE"):
