@@ -229,6 +229,65 @@ def test_lr_change_equals_setting_param_groups_by_hand():
     assert_adapter_equals("lr-change[momentum]", expected)
 
 
+# ---------------------------------------------------------------- issue 14, last part: Conv2d,
+# Embedding, Dropout
+def test_conv_layers_are_torchs_in_oihw_and_equal_the_model_by_hand():
+    """Conv2d with padding k // 2 takes the canonical (out, in, kh, kw) weight as is; a BatchNorm after
+    it is BatchNorm2d; the adapter's run equals conv -> bn -> flatten(1) -> linear written by hand."""
+    from conformance.scenario import batch, initial_values
+    case = SPEC["conv-bn-running-stats"].case
+    runner = TorchRunner("cpu")
+    obs = observe(runner, case)
+    conv, bn = runner.layers["c"], runner.layers["bn"]
+    assert isinstance(conv, torch.nn.Conv2d) and conv.padding == (1, 1) and conv.bias is None
+    assert isinstance(bn, torch.nn.BatchNorm2d) and isinstance(runner.layers["fc"], torch.nn.Linear)
+    init = initial_values(case)
+    c, b, f = torch.nn.Conv2d(2, 3, 3, padding=1, bias=False), torch.nn.BatchNorm2d(3), torch.nn.Linear(48, 2)
+    with torch.no_grad():
+        c.weight.copy_(torch.as_tensor(init["c.weight"]))
+        for role in ("weight", "bias", "running_mean", "running_var"):
+            getattr(b, role).copy_(torch.as_tensor(init[f"bn.{role}"]))
+        f.weight.copy_(torch.as_tensor(init["fc.weight"].T)), f.bias.copy_(torch.as_tensor(init["fc.bias"]))
+    opt = torch.optim.SGD([*c.parameters(), *b.parameters(), *f.parameters()], lr=0.1)
+    for index in range(2):
+        opt.zero_grad()
+        x, t = batch(case, index, ["c", "bn", "fc"])
+        ((f(b(c(torch.as_tensor(x))).flatten(1)) - torch.as_tensor(t)) ** 2).mean().backward()
+        opt.step()
+    np.testing.assert_array_equal(obs.steps[-1].values["c.weight"], c.weight.detach().numpy())
+    np.testing.assert_array_equal(obs.steps[-1].values["fc.weight"], f.weight.detach().numpy().T)
+    np.testing.assert_array_equal(obs.steps[-1].values["bn.running_mean"], b.running_mean.numpy())
+
+
+def test_embedding_padding_row_gets_a_zero_gradient_and_others_a_dense_one():
+    """nn.Embedding(padding_idx=0), dense (sparse=False): the padding row, looked up first in every
+    batch, gets a zero gradient; rows not looked up get zeros, looked-up ones do not."""
+    from conformance.scenario import batch
+    case = SPEC["embedding-padding-row[sgd]"].case
+    runner = TorchRunner("cpu")
+    obs = observe(runner, case)
+    emb = runner.layers["emb"]
+    assert isinstance(emb, torch.nn.Embedding) and emb.padding_idx == 0 and not emb.sparse
+    grad = obs.steps[0].grads["emb.weight"]
+    rows, _ = batch(case, 0, ["emb", "out"])
+    assert rows[0] == 0 and not np.any(grad[0]) and grad.shape == (10, 4)
+    assert all(np.any(grad[r]) for r in set(rows) - {0})
+    assert not np.any(grad[sorted(set(range(10)) - set(rows))])
+    np.testing.assert_array_equal(obs.steps[-1].values["emb.weight"][0], obs.before(0)["emb.weight"][0])
+
+
+def test_dropout_is_the_identity_in_eval_and_not_in_train():
+    case = SPEC["dropout-off-in-eval"].case
+    runner = TorchRunner("cpu")
+    from conformance.scenario import batch, initial_values
+    runner.build(case.model, initial_values(case))
+    assert isinstance(runner.layers["drop"], torch.nn.Dropout) and runner.layers["drop"].p == 0.5
+    x, t = batch(case, 0, ["a", "drop", "b"])
+    without = runner.forward(["a", "b"], x, t, train=False, backward=False)  # the same model, no dropout
+    assert runner.forward(["a", "drop", "b"], x, t, train=False, backward=False) == without
+    assert runner.forward(["a", "drop", "b"], x, t, train=True, backward=False) != without
+
+
 def test_graph_mode_recompiles_when_a_layer_is_frozen_between_steps():
     """requires_grad is guarded: freezing `a` mid-run compiles a second graph of the same path (in
     which `a` gets no gradient), instead of reusing the first."""
@@ -283,10 +342,13 @@ def test_graph_mode_really_compiles(backend):
                                          "seed-4-bn-stats-not-regularized[sgd,all]",
                                          "train-mode-reaches-contained[plain_list]",
                                          "freeze-bn-mid-training", "unfreeze-resumes[adam,default]",
-                                         "layernorm-grads", "lr-change[momentum]"])
+                                         "layernorm-grads", "lr-change[momentum]", "conv-bn-running-stats",
+                                         "seed-2-conv-blocks-in-plain-list[framework_list]",
+                                         "embedding-padding-row[adam]", "embedding-frozen[adamw]",
+                                         "dropout-off-in-eval", "dropout-in-container-follows-eval[framework_list]"])
 def test_graph_mode_observes_what_eager_does(instance_id, backend):
-    """Detach, frozen parameters, train/eval, BatchNorm statistics, plain containers: the compiled
-    forward gives the eager observation (None stays None; values to float32 rounding)."""
+    """Detach, frozen parameters, train/eval, BatchNorm statistics, plain containers, conv (flattened
+    before the linear layer), embedding, dropout in eval: the compiled forward gives the eager observation (None stays None; values to float32 rounding)."""
     eager, graph = eager_and_graph(instance_id, backend)
     assert (graph.trainable, graph.optimizer_params) == (eager.trainable, eager.optimizer_params)
     for e, g in zip(eager.steps, graph.steps, strict=True):
@@ -327,6 +389,20 @@ def test_graph_cases_do_not_accumulate_recompilations():
         observe(runner, SPEC[instance_id].case)
 
 
+def test_inductor_cache_folder_is_one_per_run():
+    """Workers of one run (a replacement after a timeout among them) share one private folder named
+    by the run's process, the one a run that runs its cases in-process (repro) uses."""
+    import multiprocessing
+    import os
+    import stat
+    from conformance.runners.torch import graph
+    with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:  # a new process per task
+        first, second = (pool.apply(graph._fresh_cache_dir) for _ in range(2))
+    own = graph._fresh_cache_dir()
+    assert first == second == own and f"-run-{os.getpid()}-" in own
+    assert stat.S_IMODE(os.stat(first).st_mode) == 0o700
+
+
 @torch._dynamo.config.patch(disable=True)
 def test_compile_disabled_is_refused():
     with pytest.raises(Unavailable, match="TORCH_COMPILE_DISABLE"):
@@ -339,15 +415,20 @@ def test_trainer_api_is_refused_with_one_line(capsys):
     assert "torch has no trainer of its own" in err and len(err.strip().splitlines()) == 1
 
 
-# spec features the adapter does not express yet: their cases are unsupported with the engine's reason
-NOT_YET = {"embedding", "conv2d", "dropout"}
+# A Dropout in a plain list is not registered, so net.eval() misses it and it keeps dropping in eval
+# (confirm/confirm_torch.py; the plain-contained-layers-stay-train variant). The oracle under that
+# variant draws its own mask, not torch's, so it cannot reproduce the numbers: the engine has no way
+# to document a divergence that runs on a random mask yet (reported), and this one stays unexplained.
+MASK_BOUND = {"dropout-in-container-follows-eval[plain_list]"}
 
 
 def check_profile(doc, partial=False):
     assert {c.verdict for c in doc.cases if not lacking(c)} <= {"conform", "divergence"}, "no errors, nothing unsupported"
-    assert partial or missing_features(doc) == NOT_YET
+    assert not missing_features(doc), "the adapter expresses every spec feature"
     unexplained, unused = profile_gaps(doc)
-    assert not unexplained, "confirm these with a snippet, then add the variant to runners/torch/known.yaml or report them"
+    ran = {c.id for c in doc.cases}
+    assert {u.split(": ")[0] for u in unexplained} == MASK_BOUND & ran, \
+        "confirm these with a snippet, then add the variant to runners/torch/known.yaml or report them"
     assert partial or not unused, "runners/torch/known.yaml lists variants that no divergence needed"
     assert not explained_undocumented(doc)
 

@@ -10,14 +10,16 @@ Freezing between steps flips requires_grad, which dynamo guards on: the path's n
 (still fullgraph=True, within the recompile limit), so the new graph computes no gradient for the
 frozen layer. Learning-rate changes and clipping touch only the eager optimizer code.
 
-Here: the backends offered, the checks and inductor cache folder made once per run (start), how the
+Here: the backends offered, the checks and the run's inductor cache folder (start), how the
 model reaches each layer (routes), and the compiled model of each path (CompiledPaths).
 """
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -50,31 +52,56 @@ def routes(model, attributes, container):
 class CompiledPaths(dict):
     """path (a tuple of layer names) -> the user's model along that path, compiled on first use."""
 
-    def __init__(self, net, routes, backend):
+    def __init__(self, net, routes, backend, flatten_before):
         super().__init__()
         # a new case builds new modules: forget the last case's graphs, so that the recompile
         # limit counts this case's recompilations only
         torch._dynamo.reset()
-        self.net, self.routes, self.backend = net, routes, backend
+        self.net, self.routes, self.backend, self.flatten_before = net, routes, backend, flatten_before
 
     def __missing__(self, path):
-        route = tuple(self.routes[name] for name in path)
+        flatten = self.flatten_before(path)
+        route = tuple((*self.routes[name], i in flatten) for i, name in enumerate(path))
         self[path] = torch.compile(_PathModel(self.net, route), backend=self.backend, fullgraph=True)
         return self[path]
 
 
-@functools.cache  # one per process: the worker is one run
+@functools.cache
 def _fresh_cache_dir() -> str:
-    """A new folder for inductor's on-disk caches (compiled kernels, FX graphs; by default one folder
-    per user, reused by every later process): graphs may be shared within a run, never across runs.
-    The worker is killed, not closed, so each folder is named by its process and removed by a later
-    run once that process is gone."""
+    """The run's folder for inductor's on-disk caches (compiled kernels, FX graphs; by default one
+    folder per user, reused by every later process): graphs may be shared within a run, never across
+    runs. One folder for the whole run, so that a worker started after another was killed (a per-case
+    timeout, a crash) reuses what its predecessors compiled. A worker is a child of the run's process
+    (execute.py spawns it), so the folder is named by that process (by this one where it runs the
+    cases itself): its id and start time (a reused id is another run). The run kills its workers and
+    gives an adapter no end hook, so a later run removes the folders of runs that are gone (and the
+    per-worker folders of earlier versions). The name is predictable: a folder this user does not own
+    alone is refused, since inductor loads code from it."""
     prefix = "conformance-torchinductor-"
     for old in Path(tempfile.gettempdir()).glob(prefix + "*-*"):
-        pid = old.name[len(prefix):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        rest = old.name[len(prefix):]
+        pid, _, started = rest.removeprefix("run-").partition("-")
+        if pid.isdigit() and (not _alive(int(pid)) or rest.startswith("run-") and started != _started(int(pid))):
             shutil.rmtree(old, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-")
+    parent = multiprocessing.parent_process()  # None in a process that runs cases itself (repro, tests)
+    run = parent.pid if parent is not None else os.getpid()
+    folder = Path(tempfile.gettempdir()) / f"{prefix}run-{run}-{_started(run)}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass  # an earlier worker of this run made it
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise Unavailable(f"--mode graph: {folder} is not a private folder of this user; inductor would load code from it")
+    return str(folder)
+
+
+def _started(pid: int) -> str:
+    """The process's start time (clock ticks after boot, Linux /proc), or "" where unknown."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 def _alive(pid: int) -> bool:
@@ -89,14 +116,18 @@ def _alive(pid: int) -> bool:
 
 class _PathModel(torch.nn.Module):
     """The user's model with a forward along one path: each layer read the way the model holds it
-    (an attribute, or an item of its container), detached after where the case says."""
+    (an attribute, or an item of its container), an image flattened (channels first) before a linear
+    layer, detached after where the case says."""
 
     def __init__(self, net, route):
         super().__init__()
-        self.net, self.route = net, route  # route: (attribute, item or None, detach after) per layer
+        # route: (attribute, item or None, detach after, flatten before) per layer
+        self.net, self.route = net, route
 
     def forward(self, y):
-        for attribute, item, detach in self.route:
+        for attribute, item, detach, flatten in self.route:
+            if flatten:
+                y = y.flatten(1)
             layer = getattr(self.net, attribute)
             y = (layer if item is None else layer[item])(y)
             if detach:

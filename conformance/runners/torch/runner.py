@@ -4,10 +4,13 @@
 
 "Default" clearing is plain `opt.zero_grad()`, whatever its default is in the installed version;
 any other setting the case leaves to "default" is left out of its constructor, as a user who does not
-set it, and read back from the built module or optimizer. Freezing uses `module.requires_grad_` for a
-layer and `tensor.requires_grad_` for one parameter; excluding from decay, torch parameter groups with
-weight_decay 0; a learning-rate change, each `param_groups[i]['lr']`; clipping, `clip_grad_norm_` over
-the clipped parameters together (global) or over each alone (per variable).
+set it, and read back from the built module or optimizer. Layers are torch.nn's: Linear, Conv2d
+(padding kernel // 2), BatchNorm1d or BatchNorm2d (after a conv), LayerNorm, Embedding (padding_idx,
+dense gradient), Dropout; an image into a linear layer is flattened in forward, `y.flatten(1)`.
+Freezing uses `module.requires_grad_` for a layer and `tensor.requires_grad_` for one parameter;
+excluding from decay, torch parameter groups with weight_decay 0; a learning-rate change, each
+`param_groups[i]['lr']`; clipping, `clip_grad_norm_` over the clipped parameters together (global) or
+over each alone (per variable).
 
 Here: the adapter class (model, optimizer, the loop's primitives, the observations). --mode graph
 compiles each path's forward with graph.py; trainer.py says why there is no --api trainer.
@@ -27,6 +30,24 @@ def _given(**settings):
     return {k: v for k, v in settings.items() if v != "default"}
 
 
+def _after_conv(model: Model, name: str) -> bool:
+    """Whether a BatchNorm normalises images: the layer declared before it (past dropout and other
+    norm layers) is a conv. A user picks BatchNorm2d after a conv; the model holds no paths, so the
+    declaration order stands for the forward's (a wrong pick fails loudly on the input's rank)."""
+    before = list(model.layers)[:list(model.layers).index(name)]
+    for other in reversed(before):
+        spec = model.spec(other)
+        if spec.conv2d or spec.linear or spec.embedding:
+            return spec.conv2d is not None
+    return False
+
+
+def flatten_before(model: Model, path) -> set[int]:
+    """Positions in the path of the linear layers that take an image: flattened first, channels first."""
+    shapes = model.shapes(list(path))
+    return {i for i, name in enumerate(path) if model.spec(name).linear and len(shapes[i]) > 1}
+
+
 class TorchRunner(Runner):
     framework = "torch"
     devices = ("cpu", "cuda")
@@ -34,7 +55,8 @@ class TorchRunner(Runner):
     apis = ("loop",)
     no_trainer = trainer.NO_TRAINER
     backends = graph.BACKENDS
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip"})
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
+                          "embedding", "conv2d", "dropout"})
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
@@ -55,9 +77,17 @@ class TorchRunner(Runner):
         def make(name, spec):
             if spec.linear:
                 return torch.nn.Linear(*spec.linear, bias=spec.bias)
+            if spec.conv2d:  # stride 1 (the default), zero padding kernel // 2: the image keeps its size
+                c_in, c_out, k = spec.conv2d
+                return torch.nn.Conv2d(c_in, c_out, k, padding=k // 2, bias=spec.bias)
+            if spec.embedding:  # dense gradient (sparse=False, the default)
+                return torch.nn.Embedding(*spec.embedding, padding_idx=spec.padding_idx)
+            if spec.dropout:
+                return torch.nn.Dropout(p=spec.dropout)
             if spec.layernorm:  # over the last axis, with weight and bias (elementwise_affine)
                 return torch.nn.LayerNorm(spec.layernorm, **_given(eps=spec.eps))
-            return torch.nn.BatchNorm1d(spec.batchnorm, **_given(eps=spec.eps, momentum=spec.momentum))
+            norm = torch.nn.BatchNorm2d if _after_conv(model, name) else torch.nn.BatchNorm1d
+            return norm(spec.batchnorm, **_given(eps=spec.eps, momentum=spec.momentum))
 
         self.layers = layers = build_layers(model, make)  # a tie is the same module object
         attributes, container = hold(model, layers, torch.nn.ModuleList, torch.nn.ModuleDict)
@@ -68,7 +98,8 @@ class TorchRunner(Runner):
             net.blocks = container  # nn.Module.__setattr__ registers only torch containers
         self.net = net.to(self.torch_device)
         if self.mode == "graph":
-            self.compiled = graph.CompiledPaths(self.net, graph.routes(model, attributes, container), self.backend)
+            self.compiled = graph.CompiledPaths(self.net, graph.routes(model, attributes, container), self.backend,
+                                                lambda path: flatten_before(model, path))
         for layer in layers.values():
             layer.to(self.torch_device)  # layers the net does not know about must move too
         self.tensors = {name: getattr(layers[name.split(".")[0]], name.split(".")[1])
@@ -147,7 +178,10 @@ class TorchRunner(Runner):
             y = self.compiled[tuple(path)](x)
         else:
             y = x
-            for name in path:
+            flatten = flatten_before(self.model, path)
+            for i, name in enumerate(path):
+                if i in flatten:
+                    y = y.flatten(1)
                 y = self.layers[name](y)
                 if name in self.model.detach_after:
                     y = y.detach()

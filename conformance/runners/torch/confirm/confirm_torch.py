@@ -32,3 +32,20 @@ bn = net.norms[0]
 before = bn.running_mean.clone()
 bn(net.a(torch.randn(8, 4)))
 print(f"plain list BN after net.eval(): training={bn.training}, running_mean moved: {not torch.equal(before, bn.running_mean)}")
+
+# dropout-in-container-follows-eval[plain_list]: eval() does not reach a Dropout in a plain list
+# either, so it keeps dropping (and rescaling) in eval: two eval calls on the same input differ.
+class DropNet(torch.nn.Module):
+    def __init__(self, holder):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 6), torch.nn.Linear(6, 2)
+        self.drops = holder([torch.nn.Dropout(0.5)])
+    def forward(self, x):
+        return self.b(self.drops[0](self.a(x)))
+x = torch.randn(8, 4)
+for holder in (torch.nn.ModuleList, list):
+    net = DropNet(holder); net.eval()
+    with torch.no_grad():
+        same = torch.equal(net(x), net(x))
+    print(f"Dropout in a {holder.__name__} after net.eval(): training={net.drops[0].training}, "
+          f"two eval calls equal: {same}")
