@@ -375,7 +375,7 @@ class ReferenceRunner(Runner):
                 g = np.zeros_like(self.values_[w])
                 np.add.at(g, saved, dy)
                 padding = self.model.layers[self.model.layers[layer].tie or layer].padding_idx
-                if padding is not None:
+                if padding is not None and "padding-row-gets-gradient" not in self.variants:
                     g[padding] = 0.0
                 self._accumulate(w, g)
                 continue

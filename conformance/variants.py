@@ -111,6 +111,10 @@ VARIANTS: dict[str, Variant] = {
         "Adam's bias correction counts the optimizer's steps, not the parameter's: a parameter that "
         "skipped a step resumes with a larger t",
         "each parameter's bias correction counts the steps that updated it"),
+    "padding-row-gets-gradient": Variant(
+        "an Embedding's padding_idx only zeroes that row when the layer is built: the row still gets its "
+        "gradient like any row looked up, so values loaded into it move",
+        "the padding row gets no gradient: without decay it never moves"),
     # ---- freezing
     "frozen-bn-runs-inference": Variant(
         "a BatchNorm layer frozen with the layer-level switch runs in inference mode, in train steps too: "

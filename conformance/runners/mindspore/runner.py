@@ -39,6 +39,17 @@ no_decay is a group {'params': ..., 'weight_decay': 0.0} (with the per-parameter
 ops.clip_by_norm on each gradient tensor alone (on a tuple it would clip by the joint norm); no_clip
 leaves those gradients out of either clipping and out of the global norm.
 
+Issue 16 layers. conv2d is nn.Conv2d(in, out, k, pad_mode="pad", padding=k // 2, has_bias=...): its
+default pad_mode is 'same' and has_bias False, so both are passed; its weight is OIHW, the canonical
+layout, exchanged as is. A batchnorm that takes images is nn.BatchNorm2d (it refuses 2-D input, and
+BatchNorm1d 4-D), chosen from the layer order (image_batchnorms); a path that feeds it the other rank
+is Unsupported. nn.Dense after an image gets it flattened channels-first (ops.flatten in the step's
+construct, where a user's nn.Flatten() sits). embedding is nn.Embedding(rows, dim), with padding_idx
+only when the case sets one; its table (`embedding_table`) is the canonical weight, looked up with
+the batch's int64 indices; its gradient comes back dense, as value_and_grad returns it. dropout is
+nn.Dropout(p=rate) (keep_prob is the old argument), switched by the same set_train as BatchNorm: one
+in a plain list is not reached by it and stays in its initial eval state.
+
 --mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE),
 as the seed-3 report does. There value_and_grad returns a @jit function: forward and backward are
 one graph, compiled at its first call and reused after (one per step path, as grad_fn is made once
@@ -83,13 +94,15 @@ class StepNet(nn.Cell):
     `net` only (auto_prefix=False, as MindSpore's wrapper Cells do, so no parameter is renamed); the
     path's layers sit in a plain tuple, which registers nothing."""
 
-    def __init__(self, net, layers, detach):
+    def __init__(self, net, layers, detach, flatten):
         super().__init__(auto_prefix=False)
         self.net = net
-        self.path = tuple(zip(layers, detach))
+        self.path = tuple(zip(layers, detach, flatten))
 
     def construct(self, x):
-        for layer, stop in self.path:
+        for layer, stop, flat in self.path:
+            if flat:  # an image into nn.Dense: flattened channels-first, as a user's nn.Flatten() does
+                x = ops.flatten(x)
             x = layer(x)
             if stop:
                 x = ops.stop_gradient(x)
@@ -117,13 +130,32 @@ def _scalar(value) -> float:
     return float(array[0])
 
 
+def image_batchnorms(model: Model) -> set[str]:
+    """The batchnorm layers that take images: nn.BatchNorm2d (4-D input only) rather than BatchNorm1d
+    (2-D), as a user picks one by where it sits. build() sees no step paths, so where it sits is read
+    from the layer order, as a Sequential-like definition reads: a conv2d gives images, a linear,
+    embedding or layernorm gives vectors. _model() checks each path against Model.shapes and refuses
+    a path that feeds a batchnorm the other rank."""
+    images, image = set(), None
+    for name, spec in model.layers.items():
+        spec = model.spec(name)
+        if spec.conv2d:
+            image = True
+        elif spec.linear or spec.embedding or spec.layernorm:
+            image = False
+        elif spec.batchnorm and image:
+            images.add(name)
+    return images
+
+
 class MindSporeRunner(Runner):
     framework = "mindspore"
     devices = ("cpu", "cuda", "ascend")
     modes = ("eager", "graph")
     apis = ("loop", "trainer")
     backends = ("GRAPH_MODE",)
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip"})
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
+                          "embedding", "conv2d", "dropout"})
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
@@ -144,9 +176,19 @@ class MindSporeRunner(Runner):
     # ------------------------------------------------------------ model
     def build(self, model: Model, values):
         self.model = model
+        images = image_batchnorms(model)
+
         def make(name, spec):
             if spec.linear:
                 return nn.Dense(*spec.linear, has_bias=spec.bias)
+            if spec.conv2d:  # nn.Conv2d pads 'same' without a bias unless told: both passed explicitly
+                c_in, c_out, k = spec.conv2d
+                return nn.Conv2d(c_in, c_out, k, stride=1, pad_mode="pad", padding=k // 2, has_bias=spec.bias)
+            if spec.embedding:  # padding_idx only when the case sets one, as a user who needs one
+                padding = {} if spec.padding_idx is None else {"padding_idx": spec.padding_idx}
+                return nn.Embedding(*spec.embedding, **padding)
+            if spec.dropout:
+                return nn.Dropout(p=spec.dropout)
             # a "default" setting is left out of the constructor, as a user who does not set it
             if spec.layernorm:
                 eps = {} if spec.eps == "default" else {"epsilon": spec.eps}
@@ -154,7 +196,7 @@ class MindSporeRunner(Runner):
             kw = {} if spec.eps == "default" else {"eps": spec.eps}
             if spec.momentum != "default":
                 kw["momentum"] = 1.0 - spec.momentum
-            return nn.BatchNorm1d(spec.batchnorm, **kw)
+            return (nn.BatchNorm2d if name in images else nn.BatchNorm1d)(spec.batchnorm, **kw)
 
         self.layers = layers = build_layers(model, make)  # a tie is the same Cell object
         attributes, container = hold(model, layers, nn.CellList, nn.CellDict)
@@ -168,7 +210,9 @@ class MindSporeRunner(Runner):
         for name in param_names(model):
             layer, role = name.split(".")
             cell = layers[layer]
-            self.params[name] = getattr(cell, role if model.layers[layer].linear else ROLES[role])
+            spec = model.layers[layer]
+            attr = role if spec.linear or spec.conv2d else "embedding_table" if spec.embedding else ROLES[role]
+            self.params[name] = getattr(cell, attr)
         for name, param in self.params.items():
             param.set_data(ms.Tensor(self._to_ms(name, values[name])))
         self.names = {id(p): n for n, p in self.params.items()}
@@ -291,8 +335,15 @@ class MindSporeRunner(Runner):
         """The model Cell for this step path (made once per path, as a user's model is made once)."""
         key = tuple(path)
         if key not in self.models:
+            shapes = self.model.shapes(list(path))  # each layer's input: shapes[i]
+            for n, shape in zip(path, shapes):
+                spec = self.model.spec(n)
+                if spec.batchnorm and (len(shape) == 3) != isinstance(self.layers[n], nn.BatchNorm2d):
+                    raise Unsupported(f"batchnorm {n!r} is built as {type(self.layers[n]).__name__} (from the "
+                                      f"layer order) but this path feeds it a {'x'.join(map(str, shape))} input")
             self.models[key] = StepNet(self.net, [self.layers[n] for n in path],
-                                       [n in self.model.detach_after for n in path])
+                                       [n in self.model.detach_after for n in path],
+                                       [bool(self.model.spec(n).linear) and len(s) > 1 for n, s in zip(path, shapes)])
         return self.models[key]
 
     def _forward_fn(self, path):
@@ -306,7 +357,7 @@ class MindSporeRunner(Runner):
         # reaches the Cells the net registered, no others, as net.set_train() does in user code; a
         # graph already compiled from a plain function (value_and_grad's) is not recompiled by it
         self._model(path).set_train(train)
-        x, t = ms.Tensor(x), ms.Tensor(target)
+        x, t = ms.Tensor(x), ms.Tensor(target)  # int64 row indices for an embedding path
         key = tuple(path)
         if not backward:  # the tutorials' eval: call the model Cell (in GRAPH_MODE, compiled per phase)
             return float(self._forward_fn(path)(x, t).asnumpy())
