@@ -30,8 +30,13 @@ def env_label(env_name: str) -> str:
 MAX_RELATIVE = 1e6  # no real step is a million times slower; near float's limit matplotlib overflows
 
 
+def one_line(message: str) -> str:
+    """A warning as one line: a name read from a file may hold line breaks (any str.splitlines splits on)."""
+    return " ".join(str(message).splitlines())
+
+
 def _warn(message):
-    print(f"warning: {message}", file=sys.stderr)
+    print(f"warning: {one_line(message)}", file=sys.stderr)
 
 
 def _finite(x) -> float | None:

@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from . import results
-from .bench import load_benchmarks, plot_benchmarks, relative_table
+from .bench import load_benchmarks, one_line, plot_benchmarks, relative_table
 from .runners import APIS, FRAMEWORKS, MODES
 from .schema import SpecError, load_spec
 from .variants import VARIANTS
@@ -350,6 +350,7 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
     warnings = []
 
     def warn(message):
+        message = one_line(message)
         print(f"warning: {message}", file=sys.stderr)
         warnings.append(message)
 

@@ -300,3 +300,14 @@ def test_asv_skipped_combinations_are_no_problem(tmp_path, report_dir):
     page, err = build_quietly(report_dir / "results", report_dir, bench_dir=bench)
     assert not [line for line in err if str(bench) in line], err
     assert 'id="bench-plot"' in page
+
+
+def test_a_name_with_line_breaks_stays_one_warning_line(tmp_path, report_dir):
+    """A benchmark name read from a file may hold any line break str.splitlines knows."""
+    bench = tmp_path / "asv"
+    (bench / "m").mkdir(parents=True)
+    (bench / "benchmarks.json").write_text(json.dumps({}))
+    (bench / "m" / "0.json").write_text(json.dumps({"results": {"b.M.time\nx\u2028y\x85z": 1}, "date": 1,
+                                                          "result_columns": ["result", "params"]}))
+    _, err = build_quietly(report_dir / "results", report_dir, bench_dir=bench)
+    assert err and all(line.startswith("warning: ") for line in err), err
