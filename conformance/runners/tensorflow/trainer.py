@@ -68,7 +68,7 @@ class KerasTrainer:
 
     def train_step(self, path, x, target, train):
         # the engine refuses explicit clearing modes itself: fit takes tape.gradient's default
-        model = self._trainer(path, train)
+        model, x = self._trainer(path, train), self._inputs(path, x)  # images NHWC (runner.py)
         with tf.device(self.tf_device), self.refusal(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in runner.py's _apply
             history = model.fit(x, target, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
@@ -78,5 +78,6 @@ class KerasTrainer:
         if train:
             raise Unsupported("Keras' trainer runs the model in training mode only inside fit, which "
                               "also updates")
+        model, x = self._trainer(path, train), self._inputs(path, x)
         with tf.device(self.tf_device):
-            return float(self._trainer(path, train).evaluate(x, target, batch_size=len(x), verbose=0))
+            return float(model.evaluate(x, target, batch_size=len(x), verbose=0))
