@@ -215,29 +215,21 @@ class TensorFlowRunner(KerasTrainer, Runner):
             self.variables[name] = getattr(layers[layer], roles[role])
         self.flat_input = {}  # Dense layer -> the image shape (C, H, W) it takes, or () for vectors
         for name, variable in self.variables.items():
-            variable.assign(self._to_keras(name, values[name]))
+            variable.assign(self._layout(name, values[name], True))
         self._set_trainable(model.frozen, False)
         self.names = {id(v): n for n, v in self.variables.items()}
 
     # ------------------------------------------------------------ layouts
-    def _to_keras(self, name, value):
-        """A canonical value in the layout of its Keras variable."""
+    def _layout(self, name, value, to_keras: bool):
+        """A canonical value in the layout of its Keras variable (to_keras), or back."""
         layer, role = name.split(".")
         if role == "weight" and self.model.layers[layer].conv2d:
-            return np.transpose(value, (2, 3, 1, 0))  # OIHW -> HWIO
-        if role == "weight" and self.flat_input.get(layer):  # rows C, H, W -> H, W, C
+            return np.transpose(value, (2, 3, 1, 0) if to_keras else (3, 2, 0, 1))  # OIHW <-> HWIO
+        if role == "weight" and self.flat_input.get(layer):  # Dense rows C, H, W <-> Flatten's H, W, C
             c, h, w = self.flat_input[layer]
-            return np.reshape(np.transpose(np.reshape(value, (c, h, w, -1)), (1, 2, 0, 3)), (c * h * w, -1))
-        return value
-
-    def _canonical(self, name, value):
-        """A Keras variable's value (or gradient) in the canonical layout."""
-        layer, role = name.split(".")
-        if role == "weight" and self.model.layers[layer].conv2d:
-            return np.transpose(value, (3, 2, 0, 1))  # HWIO -> OIHW
-        if role == "weight" and self.flat_input.get(layer):  # rows H, W, C -> C, H, W
-            c, h, w = self.flat_input[layer]
-            return np.reshape(np.transpose(np.reshape(value, (h, w, c, -1)), (2, 0, 1, 3)), (c * h * w, -1))
+            rows = (c, h, w, -1) if to_keras else (h, w, c, -1)
+            order = (1, 2, 0, 3) if to_keras else (2, 0, 1, 3)
+            return np.reshape(np.transpose(np.reshape(value, rows), order), (c * h * w, -1))
         return value
 
     def _inputs(self, path, x):
@@ -252,9 +244,9 @@ class TensorFlowRunner(KerasTrainer, Runner):
             if spec.linear:
                 weight = f"{owner}.weight"
                 if owner not in self.flat_input:
-                    value = self._canonical(weight, self.variables[weight].numpy())
+                    value = self._layout(weight, self.variables[weight].numpy(), False)
                     self.flat_input[owner] = shape if len(shape) == 3 else ()
-                    self.variables[weight].assign(self._to_keras(weight, value))
+                    self.variables[weight].assign(self._layout(weight, value, True))
                 elif self.flat_input[owner] != (shape if len(shape) == 3 else ()):
                     raise Unsupported(f"Dense {name} takes inputs of two shapes: its kernel rows have one order")
             elif spec.batchnorm and self.layers[owner].input_spec.ndim != len(shape) + 1:
@@ -441,11 +433,11 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 held[id(variable)] = grad
         # an Embedding's gradient is a tf.IndexedSlices: reported dense (zero rows not looked up)
         return {n: None if held.get(id(v)) is None else
-                self._canonical(n, np.asarray(tf.convert_to_tensor(held[id(v)]), dtype=np.float64))
+                self._layout(n, np.asarray(tf.convert_to_tensor(held[id(v)]), dtype=np.float64), False)
                 for n, v in self.variables.items()}
 
     def values(self):
-        return {n: self._canonical(n, np.asarray(v.numpy(), dtype=np.float64)) for n, v in self.variables.items()}
+        return {n: self._layout(n, np.asarray(v.numpy(), dtype=np.float64), False) for n, v in self.variables.items()}
 
     def trainable(self):
         ids = {id(v) for v in self.net.trainable_variables}
