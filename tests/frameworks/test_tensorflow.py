@@ -947,7 +947,7 @@ TRAINER_CASES = ["seed-2-plain-list-sublayers", "seed-4-bn-stats-not-regularized
                  "adam-epsilon-placement", "bn-running-var-unbiased", "bn-eval-uses-running-stats",
                  "freeze-after-optimizer[sgd,default]", "freeze-bn-mid-training", "lr-change", "no-decay-biases[adamw]",
                  "default-bn-momentum", "clip-per-variable[sgd]", "layernorm-training-numerics", "conv-bn-running-stats",
-                 "seed-1-conv-decay-moves-unused-layer[adam]", "embedding-rows-not-looked-up", "dropout-off-in-eval",
+                 "seed-1-conv-decay-moves-unused-layer[adam]", "embedding-rows-not-looked-up-decay", "dropout-off-in-eval",
                  "dropout-in-container-follows-eval"]
 
 
