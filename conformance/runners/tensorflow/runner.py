@@ -17,6 +17,8 @@ axis (its default: the channels), and a Dense after an image follows a keras.lay
 flattens in H, W, C order: that Dense's kernel rows are permuted from the canonical C, H, W order.
 values() / grads() report every weight in the canonical layout. An Embedding's gradient is a
 tf.IndexedSlices: it goes to the optimizer as is (Keras' own sparse update), and grads() densifies it.
+Keras' Embedding has no padding_idx (cases with one are Unsupported). Dropout is
+keras.layers.Dropout(rate), switched by the `training` the step passes (fit: trainer.py).
 
 Gradients are functional: nothing is stored on a variable, so there is no clearing call. "Default"
 and "none" clearing are the default `tape.gradient` (UnconnectedGradients.NONE: None where a

@@ -14,7 +14,8 @@ and applies the rest. mode "graph" is fit's default compiled train function (a t
 Keras 3's jit_compile="auto" is off on a CPU-only machine, but on with a GPU, where the label
 "tf.function" understates it), mode "eager" is compile(run_eagerly=True): no tf.function at all.
 An eval-mode training step calls the layers with training=False inside that model, as the Keras
-transfer-learning guide does under fit; a forward-only eval step is `evaluate`.
+transfer-learning guide does under fit (a Dropout is then the identity, a BatchNormalization uses
+its moving statistics); a forward-only eval step is `evaluate`. Images go in NHWC (runner.py's _inputs).
 
 KerasTrainer is a mixin of TensorFlowRunner (runner.py): it uses the runner's net, opt, tf_device,
 mode and trainers_ cache.
