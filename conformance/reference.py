@@ -49,12 +49,13 @@ def momentum(p, g, buf, lr, mu, wd=0.0):
     return p - lr * buf, buf
 
 
-def adam(p, g, m, v, t, lr, b1, b2, eps, wd=0.0, epsilon_hat=False, bias_correction=True):
+def adam(p, g, m, v, t, lr, b1, b2, eps, wd=0.0, epsilon_hat=False, bias_correction=True, g2=None):
     """Adam (Kingma & Ba) with L2 added to the gradient; t counts from 1. `epsilon_hat` adds eps to
-    sqrt(v) and folds the correction into the step size; without `bias_correction` m and v are used raw."""
+    sqrt(v) and folds the correction into the step size; without `bias_correction` m and v are used raw;
+    `g2` replaces g * g in the second moment."""
     g = g + wd * p
     m = b1 * m + (1 - b1) * g
-    v = b2 * v + (1 - b2) * g * g
+    v = b2 * v + (1 - b2) * (g * g if g2 is None else g2)
     if not bias_correction:
         return p - lr * m / (np.sqrt(v) + eps), m, v
     if epsilon_hat:
@@ -195,6 +196,7 @@ class ReferenceRunner(Runner):
         self.decayed_ = set()  # parameters an update applied weight decay to
         self.dropout_rng = np.random.default_rng(0)
         self.drew_random = False
+        self.lookup_squares = {}  # adam-squares-each-lookup: embedding weight -> its lookups' squares, summed
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -378,6 +380,12 @@ class ReferenceRunner(Runner):
                 if padding is not None and "padding-row-gets-gradient" not in self.variants:
                     g[padding] = 0.0
                 self._accumulate(w, g)
+                if "adam-squares-each-lookup" in self.variants and self.grads_[w] is not None:
+                    squares = np.zeros_like(g)  # each lookup's slice squared, then summed per row
+                    np.add.at(squares, saved, dy * dy)
+                    if padding is not None:
+                        squares[padding] = 0.0
+                    self.lookup_squares[w] = self.lookup_squares.get(w, 0.0) + squares
                 continue
             if kind == "linear":
                 w = self._param(layer, "weight")
@@ -408,6 +416,7 @@ class ReferenceRunner(Runner):
         if mode == "default" and "clear-default-zero-fills" in self.variants:
             mode = "zeros"
         self.clear_mode = mode
+        self.lookup_squares = {}
         for name, g in self.grads_.items():
             if "clear-skips-frozen" in self.variants and name in self.frozen:
                 continue
@@ -464,10 +473,13 @@ class ReferenceRunner(Runner):
             else:
                 st["t"] += 1
                 t = self.iterations if "adam-shared-step-counter" in v else st["t"]
+                # adam-squares-each-lookup (a sparse gradient: no coupled L2 joins it)
+                squares = self.lookup_squares.get(name) if not coupled else None
                 p, st["m"], st["v"] = adam(
                     p, g, st["m"], st["v"], t, opt.lr, *opt.betas, opt.eps,
                     epsilon_hat="adam-epsilon-hat" in v,
-                    bias_correction=not (opt.name == "adamw" and "adamw-no-bias-correction" in v))
+                    bias_correction=not (opt.name == "adamw" and "adamw-no-bias-correction" in v),
+                    g2=None if squares is None else squares * scale[name] ** 2)
             self.values_[name] = p
 
     def grads(self):

@@ -107,6 +107,11 @@ VARIANTS: dict[str, Variant] = {
     "adamw-no-bias-correction": Variant(
         "AdamW has no bias correction: w -= lr * (m / (sqrt(v) + eps) + wd * w)",
         "AdamW corrects the moments' bias by 1 - beta^t"),
+    "adam-squares-each-lookup": Variant(
+        "Adam and AdamW handed an embedding's sparse gradient square each lookup's slice before summing a "
+        "row's duplicates: a row looked up k times in a batch adds the sum of the k squares to its second "
+        "moment, not the square of its summed gradient",
+        "Adam's second moment adds the square of each parameter's (dense, summed) gradient"),
     "adam-shared-step-counter": Variant(
         "Adam's bias correction counts the optimizer's steps, not the parameter's: a parameter that "
         "skipped a step resumes with a larger t",

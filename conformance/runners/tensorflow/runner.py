@@ -10,6 +10,16 @@ The model is a `keras.Model` subclass whose sublayers are assigned as attributes
 (or held in a list / dict / tuple attribute, which Keras tracks itself). Dense kernels are already
 (in, out). Keras' BatchNormalization momentum weighs the old statistic: neutral m -> 1 - m.
 
+Images: Keras is channels-last (Conv2D's default data_format, and TF's CPU kernels), so the adapter
+does what a Keras user porting an NCHW model does: the input batch is transposed to NHWC, conv
+kernels are HWIO (canonical OIHW <-> HWIO), a BatchNormalization after a conv normalises the last
+axis (its default: the channels), and a Dense after an image follows a keras.layers.Flatten, which
+flattens in H, W, C order: that Dense's kernel rows are permuted from the canonical C, H, W order.
+values() / grads() report every weight in the canonical layout. An Embedding's gradient is a
+tf.IndexedSlices: it goes to the optimizer as is (Keras' own sparse update), and grads() densifies it.
+Keras' Embedding has no padding_idx (cases with one are Unsupported). Dropout is
+keras.layers.Dropout(rate), switched by the `training` the step passes (fit: trainer.py).
+
 Gradients are functional: nothing is stored on a variable, so there is no clearing call. "Default"
 and "none" clearing are the default `tape.gradient` (UnconnectedGradients.NONE: None where a
 variable is not connected to the loss); "zeros" is `unconnected_gradients=UnconnectedGradients.ZERO`.
@@ -69,6 +79,7 @@ LINEAR_ROLES = {"weight": "kernel", "bias": "bias"}
 BATCHNORM_ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",
                    "running_var": "moving_variance"}
 LAYERNORM_ROLES = {"weight": "gamma", "bias": "beta"}
+EMBEDDING_ROLES = {"weight": "embeddings"}
 
 
 def given(**settings):
@@ -83,6 +94,7 @@ class Net(keras.Model):
 
     def __init__(self, attributes: dict, blocks=None, where: dict | None = None, detach_after=()):
         super().__init__()
+        self.flatten = keras.layers.Flatten()  # before a Dense that takes an image (H, W, C order)
         for name, layer in attributes.items():
             setattr(self, name, layer)
         if blocks is not None:
@@ -108,7 +120,10 @@ class Net(keras.Model):
         # `training` is not passed on by hand: Keras propagates the outer call's `training`
         # to the layers called inside `call`, whatever holds them.
         for name in path:
-            x = self._layer(name)(x)
+            layer = self._layer(name)
+            if isinstance(layer, keras.layers.Dense) and len(x.shape) > 2:
+                x = self.flatten(x)
+            x = layer(x)
             if name in self.detach_after:
                 x = tf.stop_gradient(x)
         return x
@@ -121,7 +136,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
     apis = ("loop", "trainer")
     backends = ("tf.function",)  # what compiles the loop's step, and fit's train function, in graph mode
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm",
-                          "no-clip"})  # no-clip: Keras has none, the case says so (make_optimizer)
+                          "no-clip", "embedding", "conv2d", "dropout"})  # no-clip: Keras has none, the case says so (make_optimizer)
 
     def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
         super().__init__(device, mode, api, backend)
@@ -150,8 +165,15 @@ class TensorFlowRunner(KerasTrainer, Runner):
         if model.container == "framework_dict":
             raise Unsupported("Keras has no dict container class; a plain dict attribute is Keras' "
                               "own tracked container (plain_dict)")
+        padded = [n for n, spec in model.layers.items() if spec.padding_idx is not None]
+        if padded:
+            raise Unsupported("Keras' Embedding has no padding_idx: mask_zero=True masks index 0 in the layers "
+                              "and losses after it, it does not stop that row's gradient")
         keras.utils.set_random_seed(0)
         self.model = model
+        # a BatchNormalization fixes its input rank when built: built for images where a conv of the
+        # model gives its width (checked against each path in _inputs)
+        image_widths = {spec.conv2d[1] for spec in model.layers.values() if spec.conv2d}
         with tf.device(self.tf_device):
             def make(name, spec):
                 if spec.linear:
@@ -160,11 +182,21 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 elif spec.layernorm:  # over the last axis, with gamma and beta (Keras' defaults)
                     layer = keras.layers.LayerNormalization(name=name, **given(epsilon=spec.eps))
                     layer.build((None, spec.layernorm))
+                elif spec.conv2d:  # stride 1, "same" padding (k // 2 on each side for an odd k), NHWC
+                    c_in, c_out, k = spec.conv2d
+                    layer = keras.layers.Conv2D(c_out, k, padding="same", use_bias=spec.bias, name=name)
+                    layer.build((None, None, None, c_in))
+                elif spec.embedding:
+                    layer = keras.layers.Embedding(*spec.embedding, name=name)
+                    layer.build((None,))
+                elif spec.dropout:
+                    layer = keras.layers.Dropout(spec.dropout, name=name)
                 else:  # Keras' momentum weighs the old statistic: the opposite of the neutral one
                     momentum = spec.momentum if spec.momentum == "default" else 1.0 - spec.momentum
                     layer = keras.layers.BatchNormalization(name=name, **given(momentum=momentum,
                                                                                epsilon=spec.eps))
-                    layer.build((None, spec.batchnorm))
+                    layer.build((None, None, None, spec.batchnorm) if spec.batchnorm in image_widths
+                                else (None, spec.batchnorm))
                 return layer
 
             layers = build_layers(model, make)  # a tie is the same layer object
@@ -179,13 +211,50 @@ class TensorFlowRunner(KerasTrainer, Runner):
         self.variables = {}
         for name in param_names(model):
             layer, role = name.split(".")
-            roles = LINEAR_ROLES if model.layers[layer].linear else \
-                LAYERNORM_ROLES if model.layers[layer].layernorm else BATCHNORM_ROLES
+            spec = model.layers[layer]
+            roles = LINEAR_ROLES if spec.linear or spec.conv2d else EMBEDDING_ROLES if spec.embedding else \
+                LAYERNORM_ROLES if spec.layernorm else BATCHNORM_ROLES
             self.variables[name] = getattr(layers[layer], roles[role])
+        self.flat_input = {}  # Dense layer -> the image shape (C, H, W) it takes, or () for vectors
         for name, variable in self.variables.items():
-            variable.assign(values[name])
+            variable.assign(self._layout(name, values[name], True))
         self._set_trainable(model.frozen, False)
         self.names = {id(v): n for n, v in self.variables.items()}
+
+    # ------------------------------------------------------------ layouts
+    def _layout(self, name, value, to_keras: bool):
+        """A canonical value in the layout of its Keras variable (to_keras), or back."""
+        layer, role = name.split(".")
+        if role == "weight" and self.model.layers[layer].conv2d:
+            return np.transpose(value, (2, 3, 1, 0) if to_keras else (3, 2, 0, 1))  # OIHW <-> HWIO
+        if role == "weight" and self.flat_input.get(layer):  # Dense rows C, H, W <-> Flatten's H, W, C
+            c, h, w = self.flat_input[layer]
+            rows = (c, h, w, -1) if to_keras else (h, w, c, -1)
+            order = (1, 2, 0, 3) if to_keras else (2, 0, 1, 3)
+            return np.reshape(np.transpose(np.reshape(value, rows), order), (c * h * w, -1))
+        return value
+
+    def _inputs(self, path, x):
+        """The batch as the Keras model takes it (images NHWC), after fixing what each layer of the
+        path takes: a Dense whose input is an image gets its kernel rows in Flatten's H, W, C order
+        the first time (before any update: a layer is fed one shape), and a BatchNormalization must
+        have been built for its input's rank."""
+        shapes = self.model.shapes(path)
+        for name, shape in zip(path, shapes):
+            owner = self.model.layers[name].tie or name
+            spec = self.model.layers[owner]
+            if spec.linear:
+                weight = f"{owner}.weight"
+                if owner not in self.flat_input:
+                    value = self._layout(weight, self.variables[weight].numpy(), False)
+                    self.flat_input[owner] = shape if len(shape) == 3 else ()
+                    self.variables[weight].assign(self._layout(weight, value, True))
+                elif self.flat_input[owner] != (shape if len(shape) == 3 else ()):
+                    raise Unsupported(f"Dense {name} takes inputs of two shapes: its kernel rows have one order")
+            elif spec.batchnorm and self.layers[owner].input_spec.ndim != len(shape) + 1:
+                raise Unsupported(f"a Keras BatchNormalization takes only the input rank it was built for: "
+                                  f"{name} was built for rank {self.layers[owner].input_spec.ndim}")
+        return np.transpose(x, (0, 2, 3, 1)) if x.ndim == 4 else x
 
     def _set_trainable(self, names, trainable):
         for name in names:
@@ -308,6 +377,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
             raise Unsupported("TF gradients are functional: tape.gradient returns new tensors and keeps "
                               "none to accumulate into (summing gradient lists would be the adapter's "
                               "own arithmetic)")
+        x = self._inputs(path, x)
         with tf.device(self.tf_device):
             loss, grads = self._train_step(path, train, backward, self.unconnected)(
                 tf.constant(x), tf.constant(target))
@@ -363,11 +433,13 @@ class TensorFlowRunner(KerasTrainer, Runner):
         if self.grads_ is not None:
             for variable, grad in zip(self.params, self.grads_):
                 held[id(variable)] = grad
-        return {n: None if held.get(id(v)) is None else np.asarray(held[id(v)], dtype=np.float64)
+        # an Embedding's gradient is a tf.IndexedSlices: reported dense (zero rows not looked up)
+        return {n: None if held.get(id(v)) is None else
+                self._layout(n, np.asarray(tf.convert_to_tensor(held[id(v)]), dtype=np.float64), False)
                 for n, v in self.variables.items()}
 
     def values(self):
-        return {n: np.asarray(v.numpy(), dtype=np.float64) for n, v in self.variables.items()}
+        return {n: self._layout(n, np.asarray(v.numpy(), dtype=np.float64), False) for n, v in self.variables.items()}
 
     def trainable(self):
         ids = {id(v) for v in self.net.trainable_variables}

@@ -14,7 +14,8 @@ and applies the rest. mode "graph" is fit's default compiled train function (a t
 Keras 3's jit_compile="auto" is off on a CPU-only machine, but on with a GPU, where the label
 "tf.function" understates it), mode "eager" is compile(run_eagerly=True): no tf.function at all.
 An eval-mode training step calls the layers with training=False inside that model, as the Keras
-transfer-learning guide does under fit; a forward-only eval step is `evaluate`.
+transfer-learning guide does under fit (a Dropout is then the identity, a BatchNormalization uses
+its moving statistics); a forward-only eval step is `evaluate`. Images go in NHWC (runner.py's _inputs).
 
 KerasTrainer is a mixin of TensorFlowRunner (runner.py): it uses the runner's net, opt, tf_device,
 mode and trainers_ cache.
@@ -68,7 +69,7 @@ class KerasTrainer:
 
     def train_step(self, path, x, target, train):
         # the engine refuses explicit clearing modes itself: fit takes tape.gradient's default
-        model = self._trainer(path, train)
+        model, x = self._trainer(path, train), self._inputs(path, x)  # images NHWC (runner.py)
         with tf.device(self.tf_device), self.refusal(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in runner.py's _apply
             history = model.fit(x, target, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
@@ -78,5 +79,6 @@ class KerasTrainer:
         if train:
             raise Unsupported("Keras' trainer runs the model in training mode only inside fit, which "
                               "also updates")
+        model, x = self._trainer(path, train), self._inputs(path, x)
         with tf.device(self.tf_device):
-            return float(self._trainer(path, train).evaluate(x, target, batch_size=len(x), verbose=0))
+            return float(model.evaluate(x, target, batch_size=len(x), verbose=0))
