@@ -21,9 +21,12 @@ from collections import Counter
 from pathlib import Path
 
 from . import results
-from .execute import DEFAULT_TIMEOUT, Worker, WorkerFailed, explain, run_isolated
-from .runners import APIS, DEVICES, FRAMEWORKS, MODES, FrameworkMissing, Unavailable, adapter_path
-from .schema import RUNNERS_DIR, SPEC_DIR, SpecError, load_known, load_spec, profile
+from .engine.judge import DEFAULT_TIMEOUT, explain
+from .engine.worker import Worker, WorkerFailed, run_isolated
+from .oracle.known import RUNNERS_DIR, load_known, profile
+from .run import AXES, Run
+from .runners import FRAMEWORKS, FrameworkMissing, Unavailable, adapter_path, offers
+from .spec import SPEC_DIR, SpecError, load_spec
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
 MAX_TIMEOUT = 3600.0  # seconds; --timeout beyond this is a typo, not a plan
@@ -126,7 +129,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import OutputError, build  # pandas, jinja2 and matplotlib: only the report env has them
+    from .report.page import OutputError, build  # pandas, jinja2 and matplotlib: only the report env has them
     if args.out == "":
         raise UsageError("--out: empty path")
     try:
@@ -137,25 +140,30 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _requested(args) -> Run:
+    """The run the command line asks for: its framework and the axes given as options (AXES)."""
+    return Run(args.framework, **{axis.name: getattr(args, axis.name) or "" for axis in AXES if axis.option})
+
+
 def cmd_repro(args) -> int:
     """One instance in this process, printed step by step beside the reference (no isolation)."""
-    from .reference import ReferenceRunner
+    from .engine.scenario import observe
+    from .engine.verdict import trace
+    from .oracle.reference import ReferenceRunner
     from .runners import load_adapter
-    from .scenario import observe
-    from .verdict import trace
     chosen = _select(load_spec(args.spec), None, [args.case])
     if len(chosen) > 1:
         raise UsageError(f"{args.case!r} has {len(chosen)} instances; name one, e.g. {chosen[0].id!r}")
     instance = chosen[0]
     adapter = load_adapter(_adapter(args), args.framework)
-    runner = adapter(args.device, args.mode, args.api, args.backend)
-    _say(f"{instance.id} on {args.framework} {adapter.version()} ({_axes(args.device, runner.mode, runner.backend, runner.api)})")
+    runner = adapter(_requested(args))
+    run = runner.run.replace(version=adapter.version())
+    _say(f"{instance.id} on {run.describe()}")
     _say(f"  {instance.case.title}  [{instance.source}]")
     observed = observe(runner, instance.case)
     reference = observe(ReferenceRunner(), instance.case)
     _say(trace(instance, observed, reference))
-    variants = profile(load_known(args.framework, args.known), adapter.version(), runner.mode, runner.api,
-                       runner.backend)
+    variants = profile(load_known(args.framework, args.known), run)
     needed, miss = explain(instance, observed, reference, variants)
     names = ", ".join(v.variant for v in variants) or "none"
     if miss:
@@ -165,12 +173,8 @@ def cmd_repro(args) -> int:
     return 0
 
 
-def _axes(device: str, mode: str, backend: str, api: str) -> str:
-    return f"{device}, {mode}{f' ({backend})' if backend else ''}, {api}"
-
-
-def _previous(out: Path, args, version: str, backend: str, spec_hash: str) -> results.Results:
-    """The results file a --resume / --only-errors run continues; it must match this run."""
+def _previous(out: Path, args, run: Run, spec_hash: str) -> results.Results:
+    """The results file a --resume / --only-errors run continues; it must hold this very run."""
     flag = "--resume" if args.resume else "--only-errors"
     try:
         doc = results.read(out)
@@ -180,17 +184,20 @@ def _previous(out: Path, args, version: str, backend: str, spec_hash: str) -> re
         raise UsageError(f"{flag}: cannot read {out}: {exc.strerror}") from None
     except ValueError as exc:  # results.Malformed, or not UTF-8
         raise UsageError(f"{flag}: cannot read {out}: {exc}") from None
-    env = doc.environment
-    for what, theirs, ours in (("framework", env.framework, args.framework), ("device", env.device, args.device),
-                               ("mode", env.mode, args.mode), ("api", env.api, args.api),
-                               ("backend", env.backend, backend), ("framework version", env.framework_version, version),
-                               ("spec hash", env.spec_hash, spec_hash)):
-        if theirs != ours:
-            raise UsageError(f"{flag}: {out} has {what} {theirs}, this run {ours}; run without {flag}")
+    theirs = doc.environment.run
+    for axis in AXES:
+        if getattr(theirs, axis.name) != getattr(run, axis.name):
+            raise UsageError(f"{flag}: {out} has {axis.name} {getattr(theirs, axis.name)}, this run "
+                             f"{getattr(run, axis.name)}; run without {flag}")
+    if doc.environment.spec_hash != spec_hash:
+        raise UsageError(f"{flag}: {out} has spec hash {doc.environment.spec_hash}, this run {spec_hash}; "
+                         f"run without {flag}")
     return doc
 
 
 def cmd_run(args) -> int:
+    if args.every_run:
+        return _every_run(args)
     chosen = None if args.out is None else _out_file(args.out)  # a bad --out fails before the import
     path = _adapter(args)
     armed = [True]
@@ -202,19 +209,19 @@ def cmd_run(args) -> int:
 
     previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
     def new_worker():
-        workers.append(Worker(args.framework, path, args.device, args.mode, args.api, args.backend))
+        workers.append(Worker(_requested(args), path))
         return workers[-1]
 
     workers = []
     new_worker()  # the framework imports while the spec loads
 
     try:
-        selected = _select(load_spec(args.spec), args.k, args.case)
+        spec = load_spec(args.spec)
+        selected = _select(spec, args.k, args.case)
         known = load_known(args.framework, args.known)
-        version, backend = workers[0].start()
+        run = workers[0].start()
         # one file per run, named by its axes: another version, device, mode or api never overwrites it
-        name = results.run_name(args.framework, version, args.device, args.mode, args.api, backend)
-        out = chosen or _out_file(str(results.RESULTS_DIR / f"{name}.json"))
+        out = chosen or _out_file(str(results.RESULTS_DIR / f"{run.name}.json"))
         try:
             lock = results.lock(out)
         except results.Busy as exc:
@@ -222,8 +229,8 @@ def cmd_run(args) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
         try:
-            return _run(args, out, workers, new_worker, selected, profile(known, version, args.mode, args.api, backend),
-                        version, backend, disarm=armed.clear)
+            return _run(args, out, workers, new_worker, spec, selected, profile(known, run), run,
+                        disarm=armed.clear)
         finally:
             results.unlock(out, lock)
     finally:
@@ -233,25 +240,64 @@ def cmd_run(args) -> int:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
-def _run(args, out: Path, workers, new_worker, selected, variants, version: str, backend: str, disarm) -> int:
+def _every_run(args) -> int:
+    """--every-run: each run the framework's room offers on --device, one after the other, each to its
+    own results file. A run that cannot start is said in one line and the others still run; the exit
+    status is the first failing run's (a stop signal ends them all)."""
+    for axis in AXES:
+        if axis.option and axis.name != "device" and getattr(args, axis.name) not in (None, axis.default):
+            raise UsageError(f"--every-run takes no --{axis.name}: it runs every one its room offers")
+    if args.out or args.resume or args.only_errors:
+        raise UsageError("--every-run writes each run to its own default file: no --out, --resume or --only-errors")
+    runs = offers(args.framework).every_run(args.framework, args.device)
+    status = 0
+    for n, run in enumerate(runs, 1):
+        _say(f"== run {n} of {len(runs)}: {args.framework} {run.execution}")
+        one = argparse.Namespace(**{**vars(args), "every_run": False, "mode": run.mode, "api": run.api,
+                                    "backend": run.backend or None})
+        try:
+            code = cmd_run(one)
+        except (SpecError, UsageError) as exc:
+            _say(f"error: {exc}", sys.stderr)
+            code = 2
+        except (FrameworkMissing, Unavailable) as exc:
+            _say(f"error: {exc}", sys.stderr)
+            code = 3
+        except WorkerFailed as exc:
+            _say(f"error: {exc}", sys.stderr)
+            code = 4
+        if code in (130, 143, 129):
+            return code
+        status = status or code
+    return status
+
+
+def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Run, disarm) -> int:
     """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
-    order = {inst.id: n for n, inst in enumerate(selected)}
+    order = {inst.id: n for n, inst in enumerate(spec)}
     now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    doc = results.Results(environment=results.environment(
-        args.framework, version, args.device, args.mode, args.spec, now(), args.api, backend),
-        profile=[results.VariantRecord.of(v) for v in variants])
+    doc = results.Results(environment=results.environment(run, args.spec, now()),
+                          profile=[results.VariantRecord.of(v) for v in variants])
     todo = selected
+    doc.asked = None if len(selected) == len(spec) else [inst.id for inst in selected]
     if args.resume or args.only_errors:
-        previous = _previous(out, args, version, backend, doc.environment.spec_hash)
+        previous = _previous(out, args, run, doc.environment.spec_hash)
+        # every record outside the selection is kept: a selection narrows what runs, never the file
+        wanted = {inst.id for inst in selected}
         doc.cases = [c for c in previous.cases if c.id in order
-                     and not (args.only_errors and c.verdict == "error")]
+                     and not (args.only_errors and c.verdict == "error" and c.id in wanted)]
         done = {c.id for c in doc.cases}
         todo = [inst for inst in selected if inst.id not in done]
+        if previous.asked is None or doc.asked is None:
+            doc.asked = None
+        else:
+            doc.asked = [i for i in order if i in set(previous.asked) | wanted]
     try:
         results.write(doc, out)  # fail now, not after the run, if the path is unwritable
     except OSError as exc:
         raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-    _say(f"{args.framework} {version} ({_axes(args.device, args.mode, backend, args.api)}): {len(todo)} instances to run"
+    target = len(doc.cases) + len(todo)  # what the file holds once this run is done
+    _say(f"{run.describe()}: {len(todo)} instances to run"
          + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
     start, width = time.perf_counter(), len(str(len(todo)))
     ran, saved_at, in_file = 0, time.monotonic(), len(doc.cases)
@@ -297,19 +343,21 @@ def _run(args, out: Path, workers, new_worker, selected, variants, version: str,
     except Exception:  # a suite bug: the finished cases are written first
         save(final=True)
         raise
-    saved = save(complete=stopped is None, final=True)
+    asked = order if doc.asked is None else doc.asked
+    recorded = {c.id for c in doc.cases}
+    saved = save(complete=stopped is None and all(i in recorded for i in asked), final=True)
     if isinstance(stopped, WorkerFailed):
         _say(f"error: {stopped}", sys.stderr)
         return 4 if saved else NOT_SAVED
     if not saved:
         return NOT_SAVED
     if stopped:
-        _say(f"interrupted: {len(doc.cases)} of {len(order)} cases written to {out} "
+        _say(f"interrupted: {len(doc.cases)} of {target} cases written to {out} "
              f"(incomplete; stopped by {stopped})", sys.stderr)
         return stopped.status
     summary = doc.summary
     counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
-    _say(f"{args.framework}: {counts} ({summary['documented']} documented, "
+    _say(f"{run.framework} {run.execution}: {counts} ({summary['documented']} documented, "
          f"{summary['explained']} explained but undocumented divergences); "
          f"{time.perf_counter() - start:.1f} s; results in {out}")
     return 0
@@ -321,6 +369,17 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _run_axes(parser) -> None:
+    """--framework and one option per command-line axis of run.AXES."""
+    parser.add_argument("--framework", required=True, choices=FRAMEWORKS)
+    for axis in AXES:
+        if axis.option:
+            default = axis.default or None
+            parser.add_argument(f"--{axis.name}", default=default, choices=axis.values,
+                                metavar=None if axis.values else "NAME",
+                                help=axis.help + (f" (default {default})" if default else ""))
+
+
 def main(argv=None) -> int:
     parser = _Parser(prog="python -m conformance", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", type=Path, default=SPEC_DIR, help="folder of spec YAML files")
@@ -329,20 +388,16 @@ def main(argv=None) -> int:
     p_list.add_argument("-k", metavar="SUBSTRING", help="only ids containing SUBSTRING")
     p_list.add_argument("--instances", action="store_true", help="one line per matrix instance")
     p_run = sub.add_parser("run", help="run the spec on one framework and write its results file")
-    p_run.add_argument("--framework", required=True, choices=FRAMEWORKS)
-    p_run.add_argument("--device", default="cpu", choices=DEVICES)
-    p_run.add_argument("--mode", default="eager", choices=MODES, help="execution mode (default eager)")
-    p_run.add_argument("--api", default="loop", choices=APIS,
-                       help="loop: the hand-written training loop (default); trainer: the framework's own trainer")
-    p_run.add_argument("--backend", metavar="NAME",
-                       help="what compiles the graph with --mode graph (the adapter's default if absent)")
+    _run_axes(p_run)
+    p_run.add_argument("--every-run", action="store_true",
+                       help="every run the framework's room offers on --device, each to its own results file")
     p_run.add_argument("-k", metavar="SUBSTRING", help="only instance ids containing SUBSTRING")
     p_run.add_argument("--case", action="append", metavar="ID",
                        help="only this case (base or instance id); repeatable")
     p_run.add_argument("--timeout", type=_timeout, metavar="SECONDS",
                        help="per-case time limit, overriding the spec's (default %g s, at most %g s)"
                             % (DEFAULT_TIMEOUT, MAX_TIMEOUT))
-    p_run.add_argument("--out", help="results file (default reports/results/FRAMEWORK-VERSION-DEVICE-MODE[+BACKEND]-API.json)")
+    p_run.add_argument("--out", help="results file (default reports/results/<framework>-<version>-<device>-<mode>[+<backend>]-<api>.json)")
     p_run.add_argument("--known", type=Path, default=RUNNERS_DIR,
                        help="folder of framework rooms, each with <framework>/known.yaml (default: the suite's own)")
     p_run.add_argument("--adapter", metavar="MODULE:CLASS",
@@ -354,11 +409,7 @@ def main(argv=None) -> int:
                        help="re-run only the cases recorded as error in the results file at --out")
     p_repro = sub.add_parser("repro", help="run one instance in-process and print it step by step")
     p_repro.add_argument("case", metavar="ID", help="instance id (or a base id with a single instance)")
-    p_repro.add_argument("--framework", required=True, choices=FRAMEWORKS)
-    p_repro.add_argument("--device", default="cpu", choices=DEVICES)
-    p_repro.add_argument("--mode", default="eager", choices=MODES)
-    p_repro.add_argument("--api", default="loop", choices=APIS)
-    p_repro.add_argument("--backend", metavar="NAME")
+    _run_axes(p_repro)
     p_repro.add_argument("--adapter", metavar="MODULE:CLASS", help="adapter class to use instead")
     p_repro.add_argument("--known", type=Path, default=RUNNERS_DIR, help="folder of framework rooms (<framework>/known.yaml)")
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")

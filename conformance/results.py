@@ -4,7 +4,6 @@ from __future__ import annotations
 import fcntl
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -15,7 +14,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from .schema import PACKAGE_DIR, KnownVariant, spec_hash
+from .oracle.known import KnownVariant
+from .run import Run
+from .spec import spec_hash
 
 SCHEMA_VERSION = 2
 
@@ -31,9 +32,11 @@ class VariantRecord(BaseModel):
     link: str | None        # None: no upstream page states it
     snippet: str            # the standalone script that confirms it
 
+    devices: list[str] = []  # empty: every device
+
     @classmethod
     def of(cls, known: KnownVariant) -> "VariantRecord":
-        return cls(name=known.variant, versions=known.versions, modes=known.modes, apis=known.apis, backends=known.backends, reason=known.reason,
+        return cls(name=known.variant, **known.scope(), reason=known.reason,
                    link=None if known.link is None else str(known.link), snippet=known.snippet)
 
 
@@ -70,6 +73,18 @@ class CaseRecord(BaseModel):
     unobserved: list[str] = []  # checks this run cannot observe (a trainer's gradients)
     duration_s: float
 
+    @property
+    def outcome(self) -> str:
+        """conform | documented | explained (undocumented, but reproduced) | divergence (unexplained) |
+        error | unsupported"""
+        return "documented" if self.documented else "explained" if self.explained_by else self.verdict
+
+    @property
+    def variants(self) -> list[str]:
+        """The variants the oracle needed to reproduce this case's divergence (none if it did not)."""
+        explanation = self.documented or self.explained_by
+        return [v.name for v in explanation.variants] if explanation else []
+
 
 class Environment(BaseModel):
     framework: str
@@ -86,6 +101,10 @@ class Environment(BaseModel):
     started: str
     finished: str | None = None
 
+    @property
+    def run(self) -> Run:
+        return Run(self.framework, self.framework_version, self.device, self.mode, self.api, self.backend)
+
 
 class Results(BaseModel):
     schema_version: Literal[2] = SCHEMA_VERSION
@@ -94,6 +113,9 @@ class Results(BaseModel):
     profile: list[VariantRecord] = []  # the framework's variants in force for this version
     summary: dict[str, int] = {}
     cases: list[CaseRecord] = []
+    # the instance ids the run was asked for (-k, --case); None: the whole spec. `complete` means all
+    # of them are recorded and the run was not interrupted.
+    asked: list[str] | None = None
 
     def summarize(self) -> dict[str, int]:
         self.summary = dict(Counter(c.verdict for c in self.cases))
@@ -105,7 +127,7 @@ class Results(BaseModel):
 def suite_sha() -> str:
     """Git commit of the suite, '-dirty' when the checkout has changes; 'unknown' outside git."""
     def git(*args):
-        return subprocess.run(["git", *args], cwd=PACKAGE_DIR, capture_output=True, text=True,
+        return subprocess.run(["git", *args], cwd=Path(__file__).parent, capture_output=True, text=True,
                               timeout=10).stdout.strip()
     try:
         sha = git("rev-parse", "HEAD")
@@ -118,18 +140,9 @@ def suite_sha() -> str:
 RESULTS_DIR = Path("reports/results")
 
 
-def run_name(framework: str, version: str, device: str, mode: str, api: str = "loop", backend: str = "") -> str:
-    """A run's axes as one file-name-safe word, e.g. paddle-3.3.1-cpu-eager-loop or
-    torch-2.13.0-cpu-graph+inductor-loop."""
-    safe = lambda text: re.sub(r"[^A-Za-z0-9.+_]", "_", text) or "_"  # versions and backends are the adapter's words
-    mode = f"{safe(mode)}+{safe(backend)}" if backend else safe(mode)
-    return "-".join((safe(framework), safe(version), safe(device), mode, safe(api)))
-
-
-def environment(framework: str, version: str, device: str, mode: str, spec_dir, started: str,
-                api: str = "loop", backend: str = "") -> Environment:
-    return Environment(framework=framework, framework_version=version, device=device, mode=mode, api=api, backend=backend,
-                       python=platform.python_version(), numpy=np.__version__,
+def environment(run: Run, spec_dir, started: str) -> Environment:
+    return Environment(framework=run.framework, framework_version=run.version, device=run.device, mode=run.mode,
+                       api=run.api, backend=run.backend, python=platform.python_version(), numpy=np.__version__,
                        platform=f"{platform.system()}-{platform.machine()} ({sys.platform})",
                        suite_sha=suite_sha(), spec_hash=spec_hash(spec_dir), started=started)
 

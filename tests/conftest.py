@@ -4,7 +4,7 @@ import json
 import pytest
 
 from conformance import results
-from conformance.schema import SPEC_DIR, load_spec
+from conformance.spec import SPEC_DIR, load_spec
 
 INSTANCES = load_spec(SPEC_DIR)
 
@@ -83,7 +83,7 @@ def explained_undocumented(doc) -> set[str]:
 def lacking(case) -> str | None:
     """The spec feature (schema.FEATURES) an unsupported case needs and the adapter does not
     express, from the engine's reason; None for any other case."""
-    from conformance.schema import FEATURES
+    from conformance.spec import FEATURES
     if case.verdict != "unsupported" or " adapter does not express " not in case.reason:
         return None
     return next(f for f, what in FEATURES.items() if case.reason.endswith(f"does not express {what}"))

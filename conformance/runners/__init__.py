@@ -1,31 +1,44 @@
-"""Adapter registry: framework name -> module:class, imported only when that framework runs."""
+"""The registry of rooms: one folder per framework, with the same files in each (README: "Adding a
+framework"). A room's __init__.py declares what it offers (OFFERS) and names its adapter class
+(ADAPTER); it imports nothing of its framework, so the registry reads it anywhere. The framework is
+imported only when a run starts, in its worker process.
+"""
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 
-from .base import APIS, DEVICES, MODES, Runner, Unavailable, Unsupported
+from .base import Offers, Runner, Unavailable, Unsupported
 
+# The framework rooms, in the report's order; each runs in the tox env of the same name.
+ROOMS = ("torch", "paddle", "mindspore", "tensorflow")
 # "reference" runs the NumPy oracle through the harness: a self-check of the spec, no framework needed.
-ADAPTERS = {"torch": "conformance.runners.torch:TorchRunner",
-            "paddle": "conformance.runners.paddle:PaddleRunner",
-            "mindspore": "conformance.runners.mindspore:MindSporeRunner",
-            "tensorflow": "conformance.runners.tensorflow:TensorFlowRunner",
-            "reference": "conformance.reference:ReferenceRunner"}
-# Frameworks the suite targets; each runs in the tox env of the same name.
-FRAMEWORKS = ("torch", "paddle", "mindspore", "tensorflow", "reference")
+FRAMEWORKS = (*ROOMS, "reference")
+REFERENCE = "conformance.oracle.reference:ReferenceRunner"
 
 
 class FrameworkMissing(Exception):
     """The framework (or its adapter) is not available in this environment."""
 
 
-def adapter_path(framework: str) -> str:
-    """'module:Class' of the framework's adapter, without importing anything."""
-    if framework not in FRAMEWORKS:
+def room(framework: str) -> ModuleType:
+    """The room's package (its declarations only)."""
+    if framework not in ROOMS:
         raise FrameworkMissing(f"unknown framework {framework!r}; choose from {', '.join(FRAMEWORKS)}")
-    if framework not in ADAPTERS:
-        raise FrameworkMissing(f"no adapter for {framework} yet; available: {', '.join(ADAPTERS)}")
-    return ADAPTERS[framework]
+    return importlib.import_module(f"{__name__}.{framework}")
+
+
+def offers(framework: str) -> Offers:
+    if framework == "reference":
+        return Runner.offers
+    return room(framework).OFFERS
+
+
+def adapter_path(framework: str) -> str:
+    """'module:Class' of the framework's adapter, without importing the framework."""
+    if framework == "reference":
+        return REFERENCE
+    return room(framework).ADAPTER
 
 
 def load_adapter(path: str, framework: str) -> type[Runner]:
@@ -42,5 +55,5 @@ def load_adapter(path: str, framework: str) -> type[Runner]:
         raise FrameworkMissing(f"{module_name} has no adapter class {class_name!r}") from None
 
 
-__all__ = ["ADAPTERS", "APIS", "DEVICES", "FRAMEWORKS", "MODES", "FrameworkMissing", "Runner", "Unavailable",
-           "Unsupported", "adapter_path", "load_adapter"]
+__all__ = ["FRAMEWORKS", "ROOMS", "FrameworkMissing", "Offers", "Runner", "Unavailable", "Unsupported",
+           "adapter_path", "load_adapter", "offers", "room"]

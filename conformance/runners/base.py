@@ -10,15 +10,12 @@ layout: a linear layer computes y = x @ weight + bias, so weight has shape (in, 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..schema import ClearMode, Model, Optimizer, param_names
-
-DEVICES = ("cpu", "cuda", "ascend")
-MODES = ("eager", "graph")
-# loop: the hand-written training loop; trainer: the framework's own (Keras fit, paddle.Model, ...)
-APIS = ("loop", "trainer")
+from ..run import AXES, AXIS, Run
+from ..spec import ClearMode, Model, Optimizer, param_names
 
 
 class Unsupported(Exception):
@@ -26,34 +23,59 @@ class Unsupported(Exception):
 
 
 class Unavailable(Exception):
-    """The requested device or mode is absent or not offered by this adapter; the message says which."""
+    """The requested run (device, mode, api, backend) is absent or not offered by this room; the message says which."""
+
+
+@dataclass(frozen=True)
+class Offers:
+    """What a room offers, declared in its __init__.py (which imports nothing of its framework):
+    the devices it can target, and the runs it executes on each, as the values of the axes besides
+    framework, version and device (an absent axis takes its default). In graph mode, a room's first
+    backend is its default. `refused` says why the room has no run with some axis value, where the
+    framework has no such thing ("api=trainer": torch has no trainer of its own)."""
+    devices: tuple[str, ...]
+    runs: tuple[dict[str, str], ...]
+    refused: dict[str, str] = field(default_factory=dict)
+
+    def every_run(self, framework: str, device: str = "cpu") -> list[Run]:
+        return [Run(framework, device=device, **axes) for axes in self.runs]
+
+    def resolve(self, run: Run) -> Run:
+        """The run as this room executes it (its default backend filled in), or Unavailable."""
+        if run.device not in self.devices:
+            raise Unavailable(f"the {run.framework} room offers --device {'/'.join(self.devices)}, not {run.device}")
+        if run.mode == "graph" and not run.backend:
+            run = run.replace(backend=next((r.get("backend", "") for r in self.runs if r.get("mode") == "graph"), ""))
+        if run.replace(version="") in self.every_run(run.framework, run.device):
+            return run
+        for axis in AXES:
+            why = self.refused.get(f"{axis.name}={getattr(run, axis.name)}")
+            if why:
+                raise Unavailable(why)
+        offered = ", ".join(r.execution for r in self.every_run(run.framework))
+        raise Unavailable(f"the {run.framework} room offers the runs {offered}; not {run.execution}")
 
 
 class Runner(ABC):
     framework: str = ""
-    devices: tuple[str, ...] = ("cpu",)  # what the adapter can target
-    modes: tuple[str, ...] = ("eager",)  # execution modes it can run in
-    apis: tuple[str, ...] = ("loop",)    # ways of training it can drive
-    no_trainer = ""                      # why "trainer" is not among apis, when the framework has none
-    backends: tuple[str, ...] = ()       # what may compile the graph (--backend); the first is the default
-    features: frozenset[str] = frozenset()  # spec features beyond the core it expresses (schema.FEATURES)
+    offers: Offers = Offers(devices=("cpu",), runs=({},))  # its room's OFFERS
+    features: frozenset[str] = frozenset()  # spec features beyond the core it expresses (spec.FEATURES)
     # set by forward when it drew a random number no other runner shares (the oracle's dropout mask)
     drew_random: bool = False
 
-    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
-        if device not in self.devices:
-            raise Unavailable(f"the {self.framework} adapter offers --device {'/'.join(self.devices)}, not {device}")
-        if mode not in self.modes:
-            raise Unavailable(f"the {self.framework} adapter offers --mode {'/'.join(self.modes)}, not {mode}")
-        if api not in self.apis:
-            raise Unavailable(self.no_trainer if api == "trainer" and self.no_trainer else
-                              f"the {self.framework} adapter offers --api {'/'.join(self.apis)}, not {api}")
-        if backend is not None and (mode != "graph" or backend not in self.backends):
-            offered = f"--backend {'/'.join(self.backends)} with --mode graph" if self.backends else "no --backend"
-            raise Unavailable(f"the {self.framework} adapter offers {offered}, not {backend} with --mode {mode}")
-        self.device, self.mode, self.api = device, mode, api
-        # what compiles the graph, shown with the run (the adapter may name it more exactly)
-        self.backend = (backend or (self.backends[0] if self.backends else "")) if mode == "graph" else ""
+    def __init__(self, run: Run | None = None, **axes):
+        """Runner(run), or Runner(mode="graph", ...) for a run of this framework with those axes;
+        Unavailable when the room does not offer it."""
+        unknown = [name for name in axes if name not in AXIS or name == "framework"]
+        if unknown:
+            raise TypeError(f"unknown run axis {unknown[0]!r}")
+        self.run = self.offers.resolve(run or Run(self.framework, **{k: v or "" for k, v in axes.items()}))
+
+    device = property(lambda self: self.run.device)
+    mode = property(lambda self: self.run.mode)
+    api = property(lambda self: self.run.api)
+    # what compiles the graph in graph mode ("" in eager), shown with the run
+    backend = property(lambda self: self.run.backend)
 
     @staticmethod
     @abstractmethod

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report import build
+from conformance.report.page import build
 from conftest import INSTANCES, write_asv
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

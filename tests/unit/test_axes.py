@@ -1,25 +1,26 @@
-"""Run axes: api (loop / trainer) and graph backend, without a framework.
+"""Run axes (conformance/run.py), a room's offers, api (loop / trainer) and graph backend, without a framework.
 
 The trainer here is the oracle's own loop driven through `train_step`: what the engine does with a
 framework's trainer (which steps it can run, which checks it cannot observe) is tested on it."""
 import pytest
 
-from conformance import results, schema
-from conformance.execute import refusal, run_instance
-from conformance.reference import ReferenceRunner
-from conformance.runners.base import Unavailable
-from conformance.scenario import observe, trainer_refusal
-from conformance.schema import KnownVariant, SPEC_DIR, load_spec
-from conformance.verdict import probes
+from conformance.engine.judge import refusal, run_instance
+from conformance.engine.scenario import observe, trainer_refusal
+from conformance.engine.verdict import probes
+from conformance.oracle.known import KnownVariant, profile
+from conformance.oracle.reference import ReferenceRunner
+from conformance.run import AXES, Run
+from conformance.runners import ROOMS, offers
+from conformance.runners.base import Offers, Unavailable
+from conformance.spec import SPEC_DIR, load_spec
 
 SPEC = load_spec(SPEC_DIR)
 
 
 class OracleTrainer(ReferenceRunner):
     """A trainer that is the reference loop in one call: clear, forward + backward, update."""
-    apis = ("loop", "trainer")
-    backends = ("fast", "slow")
-    modes = ("eager", "graph")
+    offers = Offers(devices=("cpu",), runs=({}, {"mode": "graph", "backend": "fast"}, {"mode": "graph", "backend": "slow"},
+                                            {"api": "trainer"}))
     steps = 0
 
     def train_step(self, path, x, target, train):
@@ -73,43 +74,79 @@ def test_trainer_observation_has_no_gradients_and_uses_train_step():
 
 
 @pytest.mark.parametrize("kwargs, needle", [
-    (dict(api="trainer"), "offers --api loop, not trainer"),
-    (dict(mode="graph"), "offers --mode eager, not graph"),
-    (dict(backend="inductor"), "offers no --backend, not inductor with --mode eager"),
+    (dict(api="trainer"), "offers the runs eager loop; not eager trainer"),
+    (dict(mode="graph"), "offers the runs eager loop; not graph loop"),
+    (dict(backend="inductor"), "offers the runs eager loop; not eager (inductor) loop"),
+    (dict(device="cuda"), "offers --device cpu, not cuda"),
 ])
-def test_unoffered_axes_are_refused_with_one_line(kwargs, needle):
-    with pytest.raises(Unavailable, match=needle):
+def test_unoffered_runs_are_refused_with_one_line(kwargs, needle):
+    with pytest.raises(Unavailable, match=needle.replace("(", r"\(").replace(")", r"\)")):
         ReferenceRunner(**kwargs)
+
+
+def test_a_refusal_reason_names_why():
+    class NoTrainer(ReferenceRunner):
+        offers = Offers(devices=("cpu",), runs=({},), refused={"api=trainer": "there is no trainer here"})
+    with pytest.raises(Unavailable, match="^there is no trainer here$"):
+        NoTrainer(api="trainer")
+    with pytest.raises(TypeError, match="unknown run axis 'color'"):
+        NoTrainer(color="red")
 
 
 def test_backend_defaults_to_the_first_and_only_in_graph_mode():
     assert OracleTrainer(mode="graph").backend == "fast"
     assert OracleTrainer(mode="graph", backend="slow").backend == "slow"
     assert OracleTrainer().backend == ""
-    with pytest.raises(Unavailable, match="--backend fast/slow with --mode graph, not slow with --mode eager"):
+    with pytest.raises(Unavailable, match="not eager \\(slow\\) loop"):
         OracleTrainer(backend="slow")
-    with pytest.raises(Unavailable, match="not turbo"):
+    with pytest.raises(Unavailable, match="not graph \\(turbo\\) loop"):
         OracleTrainer(mode="graph", backend="turbo")
 
 
+def test_every_run_is_the_offered_list_on_a_device():
+    runs = OracleTrainer.offers.every_run("x", "cpu")
+    assert [r.execution for r in runs] == ["eager loop", "graph (fast) loop", "graph (slow) loop", "eager trainer"]
+    assert all(OracleTrainer(run).run == run for run in runs)
+
+
+def test_every_room_offers_runs_of_known_axis_values():
+    for framework in ROOMS:
+        room = offers(framework)
+        assert room.runs and room.devices, framework
+        for axes in room.runs:
+            assert set(axes) <= {a.name for a in AXES if a.option}, framework
+            for name, value in axes.items():
+                allowed = next(a.values for a in AXES if a.name == name)
+                assert allowed is None or value in allowed, (framework, name, value)
+            assert ("backend" in axes) == (axes.get("mode") == "graph"), "a graph run names its backend"
+
+
 def test_run_names_carry_the_backend():
-    assert results.run_name("torch", "2.13.0", "cpu", "graph", "loop", "aot_eager") == "torch-2.13.0-cpu-graph+aot_eager-loop"
-    assert results.run_name("paddle", "3.3.1", "cpu", "eager", "trainer") == "paddle-3.3.1-cpu-eager-trainer"
-    assert results.run_name("x", "1", "cpu", "graph", "loop", "a/b c") == "x-1-cpu-graph+a_b_c-loop"
+    assert Run("torch", "2.13.0", "cpu", "graph", "loop", "aot_eager").name == "torch-2.13.0-cpu-graph+aot_eager-loop"
+    assert Run("paddle", "3.3.1", "cpu", "eager", "trainer").name == "paddle-3.3.1-cpu-eager-trainer"
+    assert Run("x", "1", "cpu", "graph", "loop", "a/b c").name == "x-1-cpu-graph+a_b_c-loop"
+    assert Run("x", "1", "cuda", "graph", "trainer", "jit").label == "cuda graph (jit) trainer"
+    assert Run("x", "1").label == ""
 
 
-def test_variant_scope_limits_it_to_its_modes_and_apis():
+def test_variant_scope_limits_it_to_its_runs():
     def known(name, **scope):
-        return KnownVariant(variant=name, reason="why", link=None, snippet="conformance/runners/fw/confirm/s.py", **scope)
+        return KnownVariant(variant=name, reason="why", link=None, **scope)
     everywhere, graph, trainer = (known("adam-epsilon-hat"), known("bn-running-var-biased", modes=["graph"]),
                                   known("frozen-still-trained", apis=["trainer"]))
-    names = lambda *axes: [v.variant for v in schema.profile([everywhere, graph, trainer], "1.0", *axes)]
-    assert names("eager", "loop") == ["adam-epsilon-hat"]
-    assert names("graph", "loop") == ["adam-epsilon-hat", "bn-running-var-biased"]
-    assert names("eager", "trainer") == ["adam-epsilon-hat", "frozen-still-trained"]
-    with pytest.raises(ValueError):
+    names = lambda **axes: [v.variant for v in profile([everywhere, graph, trainer], Run("fw", "1.0", **axes))]
+    assert names() == ["adam-epsilon-hat"]
+    assert names(mode="graph") == ["adam-epsilon-hat", "bn-running-var-biased"]
+    assert names(api="trainer") == ["adam-epsilon-hat", "frozen-still-trained"]
+    with pytest.raises(ValueError, match="'jit' is not a mode"):
         known("adam-epsilon-hat", modes=["jit"])
+    with pytest.raises(ValueError, match="'tpu' is not a device"):
+        known("adam-epsilon-hat", devices=["tpu"])
     static = known("bn-stats-in-parameters", backends=["to_static"])
-    assert schema.profile([static], "1.0", "graph", "loop", "to_static") == [static]
-    assert schema.profile([static], "1.0", "graph", "loop", "static") == []
-    assert schema.profile([static], "1.0", "eager", "loop", "") == [static]
+    assert profile([static], Run("fw", "1.0", mode="graph", backend="to_static")) == [static]
+    assert profile([static], Run("fw", "1.0", mode="graph", backend="static")) == []
+    assert profile([static], Run("fw", "1.0")) == [static]  # the backend bounds graph runs only
+    cuda = known("adam-epsilon-hat", devices=["cuda"], versions=">=2")
+    assert profile([cuda], Run("fw", "2.1", device="cuda")) == [cuda]
+    assert profile([cuda], Run("fw", "2.1")) == [] and profile([cuda], Run("fw", "1.9", device="cuda")) == []
+    assert profile([cuda], Run("fw", "9" * 5000, device="cuda")) == []  # unparseable: outside every range

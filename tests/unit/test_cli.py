@@ -54,8 +54,10 @@ def test_run_writes_complete_results(capsys, tmp_path):
     (["run", "--framework", "paddle", "--adapter", "conformance_nope:X"], 3, "is not installed"),
     (["run", "--framework", "reference", "--out", "/proc/forbidden/x.json"], 2, "cannot write results to"),
     (["--spec", "/nonexistent", "list"], 2, "no spec files"),
-    (["run", "--framework", "reference", "--api", "trainer"], 3, "offers --api loop, not trainer"),
-    (["run", "--framework", "reference", "--backend", "inductor"], 3, "offers no --backend"),
+    (["run", "--framework", "reference", "--api", "trainer"], 3, "offers the runs eager loop; not eager trainer"),
+    (["run", "--framework", "reference", "--backend", "inductor"], 3, "not eager (inductor) loop"),
+    (["run", "--framework", "reference", "--every-run", "--mode", "graph"], 2, "--every-run takes no --mode"),
+    (["run", "--framework", "reference", "--every-run", "--out", "x.json"], 2, "no --out, --resume or --only-errors"),
     (["run", "--framework", "reference", "--api", "fit"], 2, "invalid choice: 'fit'"),
 ])
 def test_bad_input_is_one_line(capsys, argv, code, needle):
@@ -65,7 +67,7 @@ def test_bad_input_is_one_line(capsys, argv, code, needle):
 
 
 def test_missing_framework_names_tox_env(capsys, monkeypatch):
-    monkeypatch.setitem(runners.ADAPTERS, "torch", "conformance_no_such_module.x:Runner")
+    monkeypatch.setattr(runners.room("torch"), "ADAPTER", "conformance_no_such_module.x:Runner")
     code, out, err = run(capsys, "run", "--framework", "torch")
     assert code == 3 and "tox -e torch" in err and len(err.strip().splitlines()) == 1
 

@@ -7,11 +7,13 @@ framework whose profile is known exactly: that is how the documented / undocumen
 import numpy as np
 import pytest
 
-from conformance import schema
-from conformance.execute import run_instance
-from conformance.reference import ReferenceRunner
+from conformance.engine.judge import run_instance
+from conformance.oracle.reference import ReferenceRunner
 from conformance.runners.base import Unsupported
-from conformance.schema import KnownVariant, SPEC_DIR, load_spec
+from conformance.oracle.known import KnownVariant
+from conformance.oracle.known import profile as profile_of
+from conformance.run import Run
+from conformance.spec import SPEC_DIR, load_spec
 
 SPEC = load_spec(SPEC_DIR)
 
@@ -26,8 +28,7 @@ def with_variants(*names):
 
 
 def known(name, link="https://example.org/doc", versions=""):
-    return KnownVariant(variant=name, versions=versions, reason=f"why {name}", link=link,
-                        snippet="conformance/runners/fw/confirm/snippet.py")
+    return KnownVariant(variant=name, versions=versions, reason=f"why {name}", link=link)
 
 
 def test_oracle_conforms_to_every_case():
@@ -205,7 +206,7 @@ def test_reproduced_divergence_is_documented_with_the_variants_it_needed():
 def test_version_range_limits_the_profile():
     framework = with_variants("plain-containers-unregistered")
     instance = next(i for i in SPEC if i.id == "seed-2-plain-list-sublayers")
-    profile = schema.profile([known("plain-containers-unregistered", versions=">=1")], "0.5")
+    profile = profile_of([known("plain-containers-unregistered", versions=">=1")], Run("fw", "0.5"))
     record = run_instance(framework(), instance, profile)
     assert record.verdict == "divergence" and record.documented is None
     assert record.unexplained.startswith("optimizer holds") or record.unexplained.startswith("value")

@@ -5,7 +5,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.schema import SpecError, load_known, load_spec
+from conformance.oracle.known import load_known
+from conformance.spec import SpecError, load_spec
 
 GOOD = {
     "topic": "weight_decay",

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from conformance import reference as ref
-from conformance.schema import Model, param_names
+from conformance.oracle import reference as ref
+from conformance.spec import Model, param_names
 
 
 def test_sgd_coupled_l2():

@@ -5,8 +5,8 @@ import re
 import pandas as pd
 
 from conformance import results
-from conformance.bench import env_label, load_benchmarks
-from conformance.report import build
+from conformance.report.bench import env_label, load_benchmarks
+from conformance.report.page import build
 from conftest import INSTANCES, env, record, write_asv
 
 
@@ -17,7 +17,7 @@ def runs_of(page):
 def write_run(folder, environment, cases):
     """A results file named as `run` names it, by the run's axes."""
     e = environment
-    name = results.run_name(e.framework, e.framework_version, e.device, e.mode, e.api, e.backend)
+    name = e.run.name
     results.write(results.Results(complete=True, environment=e, cases=cases), folder / f"{name}.json")
 
 def rows_of(html, table_id):

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from conformance import results
 from conformance.__main__ import main
-from conformance.bench import load_benchmarks
-from conformance.report import build, safe_href
+from conformance.report.bench import load_benchmarks
+from conformance.report.page import build, safe_href
 from conftest import INSTANCES, env, record, write_asv
 
-TEMPLATE = Path(__file__).parents[2] / "conformance" / "templates" / "report.html"
+TEMPLATE = Path(__file__).parents[2] / "conformance" / "report" / "templates" / "report.html"
 NOT_WEB = [" JaVa\tscript:alert(1)", "javascript:alert(1)", "JAVASCRIPT:alert(1)", "java\nscript:alert(1)",
            "\x01javascript:alert(1)", "vbscript:msgbox(1)", "data:text/html,<script>alert(1)</script>",
            "file:///etc/passwd", "//evil.example/x", "https://", "http:evil.example", "https://[::1", "ref"]

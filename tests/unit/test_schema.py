@@ -3,7 +3,10 @@ import textwrap
 
 import pytest
 
-from conformance.schema import SPEC_DIR, TOPICS, SpecError, load_known, load_spec, profile
+from conformance.oracle.known import RUNNERS_DIR, load_known, profile
+from conformance.run import Run
+from conformance.runners import ROOMS
+from conformance.spec import SPEC_DIR, TOPICS, SpecError, load_spec
 
 GOOD = """\
 topic: gradient_flow
@@ -133,7 +136,7 @@ def test_no_spec_files(tmp_path):
         load_spec(tmp_path)
 
 
-ENTRY = "  - variant: {name}\n    versions: '{versions}'\n    reason: r\n    link: {link}\n    snippet: {snippet}\n"
+ENTRY = "  - variant: {name}\n    versions: '{versions}'\n    reason: r\n    link: {link}\n"
 
 
 def known_path(tmp_path):
@@ -141,17 +144,20 @@ def known_path(tmp_path):
     return tmp_path / "fw" / "known.yaml"
 
 
-def known_file(tmp_path, *entries, **fields):
-    defaults = dict(name="bn-running-var-biased", versions="", link="https://e.org", snippet="conformance/runners/fw/confirm/s.py")
-    body = "".join(ENTRY.format(**{**defaults, **fields, **e}) for e in entries or [{}])
-    known_path(tmp_path).write_text("variants:\n" + body)
+def known_file(tmp_path, *entries, snippets=True, **fields):
+    """A room "fw" in tmp_path with these known.yaml entries and, with `snippets`, a confirm snippet for each."""
+    defaults = dict(name="bn-running-var-biased", versions="", link="https://e.org")
+    entries = [{**defaults, **fields, **e} for e in entries or [{}]]
+    known_path(tmp_path).write_text("variants:\n" + "".join(ENTRY.format(**e) for e in entries))
+    (tmp_path / "fw" / "confirm").mkdir(exist_ok=True)
+    for e in entries if snippets else []:
+        (tmp_path / "fw" / "confirm" / (e["name"].replace("-", "_").replace(".", "_") + ".py")).write_text("")
 
 
 @pytest.mark.parametrize("fields, message", [
     (dict(name="no-such-variant"), r"fw/known.yaml:2: .*unknown variant 'no-such-variant'"),
     (dict(link="not a url"), r"fw/known.yaml:5: .*URL"),
     (dict(versions=">>2"), r"fw/known.yaml:3: .*invalid version specifier"),
-    (dict(snippet="/etc/passwd"), r"fw/known.yaml:6: .*snippet"),
 ])
 def test_known_file_errors_name_file_and_line(tmp_path, fields, message):
     known_file(tmp_path, **fields)
@@ -161,7 +167,7 @@ def test_known_file_errors_name_file_and_line(tmp_path, fields, message):
 
 def test_known_file_has_no_patterns_and_lists_a_variant_once(tmp_path):
     known_path(tmp_path).write_text("variants:\n  - {variant: bn-running-var-biased, case: '*', reason: r, "
-                                      "link: null, snippet: conformance/runners/fw/confirm/s.py}\n")
+                                      "link: null}\n")
     with pytest.raises(SpecError, match="unknown key 'variants.0.case'"):
         load_known("fw", tmp_path)
     known_file(tmp_path, {}, {})
@@ -174,14 +180,22 @@ def test_profile_by_version(tmp_path):
                dict(name="adam-epsilon-hat", versions="", link="null"))
     variants = load_known("fw", tmp_path)
     assert variants[1].link is None
-    assert [v.variant for v in profile(variants, "2.13.0+cpu")] == ["bn-running-var-biased", "adam-epsilon-hat"]
-    assert [v.variant for v in profile(variants, "1.9")] == ["adam-epsilon-hat"]
-    assert [v.variant for v in profile(variants, "not-a-version")] == ["adam-epsilon-hat"]
+    names = lambda version: [v.variant for v in profile(variants, Run("fw", version))]
+    assert names("2.13.0+cpu") == ["bn-running-var-biased", "adam-epsilon-hat"]
+    assert names("1.9") == ["adam-epsilon-hat"]
+    assert names("not-a-version") == ["adam-epsilon-hat"]
+
+
+def test_a_variant_without_its_snippet_is_refused(tmp_path):
+    known_file(tmp_path, dict(name="momentum-default-0.9"), snippets=False)
+    with pytest.raises(SpecError, match=r"fw/known.yaml:2: variant 'momentum-default-0.9' has no confirming "
+                                        r"snippet .*fw/confirm/momentum_default_0_9.py"):
+        load_known("fw", tmp_path)
 
 
 def test_shipped_known_files_are_valid_and_their_snippets_exist():
-    root = SPEC_DIR.parent.parent
-    for framework in ("torch", "paddle", "mindspore", "tensorflow"):
+    root = RUNNERS_DIR.parent.parent
+    for framework in ROOMS:
         variants = load_known(framework)
         assert variants, framework
         for v in variants:

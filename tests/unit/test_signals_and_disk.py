@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from conformance import __main__ as cli
-from conformance import execute, results
+from conformance import results
+from conformance.engine import judge as execute
 from conformance.__main__ import main
-from conformance.reference import ReferenceRunner
-from conformance.schema import SPEC_DIR, load_spec
+from conformance.oracle.reference import ReferenceRunner
+from conformance.spec import SPEC_DIR, load_spec
 
 FAULTS = Path(__file__).parent / "faults"
 SPEC = FAULTS / "spec"
@@ -226,7 +227,7 @@ VERDICTS = {"fault-segfault": "error", "fault-abort": "error", "fault-exit": "er
 
 
 @pytest.mark.parametrize("spec, adapter, seconds", [
-    (SPEC, "fault_adapter:FaultRunner", 2.5), (SPEC_DIR, "conformance.reference:ReferenceRunner", 0.4)],
+    (SPEC, "fault_adapter:FaultRunner", 2.5), (SPEC_DIR, "conformance.oracle.reference:ReferenceRunner", 0.4)],
     ids=["faults", "reference"])
 def test_stop_at_random_moments_then_resume(tmp_path, spec, adapter, seconds):
     """10 seeded moments per spec: a stop signal to the run (or its whole process group) somewhere

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import conformance
-from conformance.schema import RUNNERS_DIR, SPEC_DIR, SpecError, load_spec, load_yaml
+from conformance.oracle.known import RUNNERS_DIR
+from conformance.spec import SPEC_DIR, SpecError, load_spec, load_yaml
 
 from test_schema import GOOD, error_of, write_spec
 
@@ -25,7 +26,7 @@ def with_case_keys(text):
 def load_in_subprocess(spec_dir):
     """load_spec in a child with a memory cap and a timeout, so a reader that loops or hoards fails the test
     instead of hanging or exhausting the suite."""
-    code = ("import sys\nfrom conformance.schema import SpecError, load_spec\n"
+    code = ("import sys\nfrom conformance.spec import SpecError, load_spec\n"
             "try:\n    load_spec(sys.argv[1])\nexcept SpecError as exc:\n    print('SpecError:', exc)\n")
 
     def cap_memory():

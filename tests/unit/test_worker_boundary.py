@@ -18,11 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import conformance.execute
+import conformance.engine.judge
+import conformance.engine.worker
 from conformance import results
 from conformance.__main__ import main
-from conformance.execute import TimeLimit, Worker, run_isolated, time_limit
-from conformance.schema import Case, Instance
+from conformance.engine.judge import TimeLimit, time_limit
+from conformance.engine.worker import Worker, run_isolated
+from conformance.run import Run
+from conformance.spec import Case, Instance
 
 FAULTS = Path(__file__).parent / "faults"
 HOSTILE = "hostile_adapter:HostileRunner"
@@ -93,7 +96,7 @@ class Workers:
         self.adapter, self.all = adapter, []
 
     def new(self):
-        self.all.append(Worker("reference", self.adapter, "cpu", "eager"))
+        self.all.append(Worker(Run("reference"), self.adapter))
         return self.all[-1]
 
     def close(self):
@@ -148,14 +151,14 @@ def test_a_malformed_ready_message_stops_the_run_cleanly(monkeypatch, tmp_path, 
 
 
 def test_an_unexpected_error_still_writes_the_finished_cases(hostile, monkeypatch, tmp_path):
-    judge = conformance.execute.judge
+    judge = conformance.engine.worker.judge
 
     def judge_fails_on_the_third(inst, *args):
         if inst.id == "healthy-2":
             raise RuntimeError("a suite bug")
         return judge(inst, *args)
 
-    monkeypatch.setattr(conformance.execute, "judge", judge_fails_on_the_third)
+    monkeypatch.setattr(conformance.engine.worker, "judge", judge_fails_on_the_third)
     out = tmp_path / "bug.json"
     with pytest.raises(RuntimeError):
         run_cli("boundary", out, "--case", "healthy-0", "--case", "healthy-1", "--case", "healthy-2")

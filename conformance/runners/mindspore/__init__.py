@@ -1,6 +1,10 @@
-"""The mindspore room: runner.py is the adapter (model, optimizer, the hand-written loop, observations),
-graph.py what only GRAPH_MODE needs, trainer.py what only TrainOneStepCell needs; known.yaml is its
-semantic profile, confirm/ holds the standalone snippets that confirm each variant."""
-from .runner import MindSporeRunner
+"""The mindspore room. runner.py: the adapter (model, optimizer, the hand-written loop, observations);
+graph.py: what only GRAPH_MODE needs; trainer.py: what only TrainOneStepCell (--api trainer) needs;
+known.yaml: its semantic profile; expected.yaml: its outcomes that are neither conform nor documented;
+confirm/: one standalone snippet per variant; tests/: the adapter held to hand-written MindSpore code."""
+from ..base import Offers
 
-__all__ = ["MindSporeRunner"]
+ADAPTER = "conformance.runners.mindspore.runner:MindSporeRunner"
+OFFERS = Offers(devices=("cpu", "cuda", "ascend"),
+                runs=({}, {"mode": "graph", "backend": "GRAPH_MODE"}, {"api": "trainer"},
+                      {"mode": "graph", "backend": "GRAPH_MODE", "api": "trainer"}))

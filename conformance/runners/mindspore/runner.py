@@ -26,7 +26,7 @@ unless per-parameter coefficients ask for parameter groups); adam is nn.Adam, ad
 nn.AdamWeightDecay (MindSpore's mapping of torch.optim.AdamW). Clipping is ops.clip_by_global_norm on
 the gradient tuple before optimizer(grads).
 
-Issue 14 features. A "default" setting is left out of the constructor and `defaults()` reads what the
+Beyond the core loop. A "default" setting is left out of the constructor and `defaults()` reads what the
 built object holds (optimizer.learning_rate / weight_decay / eps / beta1, beta2; BatchNorm1d.momentum,
 which is 1 - the constructor's momentum, i.e. already the new batch's weight; BatchNorm1d.eps,
 LayerNorm.epsilon); nn.Momentum has no default learning_rate or momentum (required): Unsupported.
@@ -39,11 +39,11 @@ no_decay is a group {'params': ..., 'weight_decay': 0.0} (with the per-parameter
 ops.clip_by_norm on each gradient tensor alone (on a tuple it would clip by the joint norm); no_clip
 leaves those gradients out of either clipping and out of the global norm.
 
-Issue 16 layers. conv2d is nn.Conv2d(in, out, k, pad_mode="pad", padding=k // 2, has_bias=...): its
+Layers. conv2d is nn.Conv2d(in, out, k, pad_mode="pad", padding=k // 2, has_bias=...): its
 default pad_mode is 'same' and has_bias False, so both are passed; its weight is OIHW, the canonical
 layout, exchanged as is. A batchnorm that takes images is nn.BatchNorm2d (it refuses 2-D input, and
-BatchNorm1d 4-D), chosen from the layer order (image_batchnorms); a path that feeds it the other rank
-is Unsupported. nn.Dense after an image gets it flattened channels-first (ops.flatten in the step's
+BatchNorm1d 4-D), as spec/layers.py image_batchnorms says (the spec refuses a path that feeds it the
+other rank). nn.Dense after an image gets it flattened channels-first (ops.flatten in the step's
 construct, where a user's nn.Flatten() sits). embedding is nn.Embedding(rows, dim), with padding_idx
 only when the case sets one; its table (`embedding_table`) is the canonical weight, looked up with
 the batch's int64 indices; its gradient comes back dense, as value_and_grad returns it. dropout is
@@ -76,8 +76,10 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
+from . import OFFERS
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold
-from ...schema import Model, Optimizer, defaults_of, param_names
+from ...spec import Model, Optimizer, defaults_of, param_names
+from ...spec import layers as layer_kinds
 from .graph import compiled_update, keep_ir_out_of_cwd
 from .trainer import one_step_cell
 
@@ -130,40 +132,19 @@ def _scalar(value) -> float:
     return float(array[0])
 
 
-def image_batchnorms(model: Model) -> set[str]:
-    """The batchnorm layers that take images: nn.BatchNorm2d (4-D input only) rather than BatchNorm1d
-    (2-D), as a user picks one by where it sits. build() sees no step paths, so where it sits is read
-    from the layer order, as a Sequential-like definition reads: a conv2d gives images, a linear,
-    embedding or layernorm gives vectors. _model() checks each path against Model.shapes and refuses
-    a path that feeds a batchnorm the other rank."""
-    images, image = set(), None
-    for name, spec in model.layers.items():
-        spec = model.spec(name)
-        if spec.conv2d:
-            image = True
-        elif spec.linear or spec.embedding or spec.layernorm:
-            image = False
-        elif spec.batchnorm and image:
-            images.add(name)
-    return images
-
-
 class MindSporeRunner(Runner):
     framework = "mindspore"
-    devices = ("cpu", "cuda", "ascend")
-    modes = ("eager", "graph")
-    apis = ("loop", "trainer")
-    backends = ("GRAPH_MODE",)
+    offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
                           "embedding", "conv2d", "dropout"})
 
-    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
-        super().__init__(device, mode, api, backend)
-        target = TARGETS[device]
+    def __init__(self, run=None, **axes):
+        super().__init__(run, **axes)
+        target = TARGETS[self.device]
         if not ms.hal.is_available(target):
-            raise Unavailable(f"--device {device}: mindspore {ms.__version__} has no {target} backend here "
+            raise Unavailable(f"--device {self.device}: mindspore {ms.__version__} has no {target} backend here "
                               f"(mindspore.hal.is_available({target!r}) is False)")
-        self.graph = mode == "graph"
+        self.graph = self.mode == "graph"
         if self.graph:
             keep_ir_out_of_cwd()
         ms.set_context(mode=ms.GRAPH_MODE if self.graph else ms.PYNATIVE_MODE)
@@ -176,7 +157,7 @@ class MindSporeRunner(Runner):
     # ------------------------------------------------------------ model
     def build(self, model: Model, values):
         self.model = model
-        images = image_batchnorms(model)
+        images = layer_kinds.image_batchnorms(model)
 
         def make(name, spec):
             if spec.linear:
@@ -335,15 +316,10 @@ class MindSporeRunner(Runner):
         """The model Cell for this step path (made once per path, as a user's model is made once)."""
         key = tuple(path)
         if key not in self.models:
-            shapes = self.model.shapes(list(path))  # each layer's input: shapes[i]
-            for n, shape in zip(path, shapes):
-                spec = self.model.spec(n)
-                if spec.batchnorm and (len(shape) == 3) != isinstance(self.layers[n], nn.BatchNorm2d):
-                    raise Unsupported(f"batchnorm {n!r} is built as {type(self.layers[n]).__name__} (from the "
-                                      f"layer order) but this path feeds it a {'x'.join(map(str, shape))} input")
+            flatten = layer_kinds.flatten_before(self.model, path)
             self.models[key] = StepNet(self.net, [self.layers[n] for n in path],
                                        [n in self.model.detach_after for n in path],
-                                       [bool(self.model.spec(n).linear) and len(s) > 1 for n, s in zip(path, shapes)])
+                                       [i in flatten for i in range(len(path))])
         return self.models[key]
 
     def _forward_fn(self, path):

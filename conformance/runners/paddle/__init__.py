@@ -1,6 +1,11 @@
-"""The paddle room: runner.py holds the adapter and drives the loop, graph.py its graph mode (to_static
-and the static program), trainer.py hapi's trainer; known.yaml is its semantic profile, confirm/ holds
-the standalone snippets that confirm each variant."""
-from .runner import PaddleRunner
+"""The paddle room. runner.py: the adapter (the hand-written loop); graph.py: --mode graph
+(paddle.jit.to_static, and the static program); trainer.py: hapi's Model (--api trainer); known.yaml:
+its semantic profile; expected.yaml: its outcomes that are neither conform nor documented; confirm/:
+one standalone snippet per variant; tests/: the adapter held to hand-written paddle code."""
+from ..base import Offers
 
-__all__ = ["PaddleRunner"]
+ADAPTER = "conformance.runners.paddle.runner:PaddleRunner"
+# hapi's Model runs in dygraph: the trainer has no graph run
+OFFERS = Offers(devices=("cpu", "cuda", "ascend"),
+                runs=({}, {"mode": "graph", "backend": "to_static"}, {"mode": "graph", "backend": "static"},
+                      {"api": "trainer"}))

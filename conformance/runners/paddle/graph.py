@@ -19,12 +19,8 @@ import numpy as np
 import paddle
 
 from ..base import Unsupported, frozen_params
-from ...schema import param_names
-
-
-def flatten_for(spec, y):
-    """What a user writes before a Linear that takes an image: paddle.flatten(x, 1), channels first."""
-    return paddle.flatten(y, 1) if spec.linear and len(y.shape) > 2 else y
+from ...spec import layers as layer_kinds
+from ...spec import param_names
 
 
 class _Path(paddle.nn.Layer):
@@ -72,9 +68,9 @@ class ToStatic:
         from paddle.jit.sot.utils import min_graph_size_guard, strict_mode_guard
         key = tuple(path)
         if key not in self.compiled:
-            shapes = self.model.shapes(path)  # the input shape of each layer of the path (one sample)
+            flatten = layer_kinds.flatten_before(self.model, path)
             layer = _Path([self.layers[n] for n in path], [n in self.model.detach_after for n in path],
-                          [bool(self.model.spec(n).linear) and len(shape) > 1 for n, shape in zip(path, shapes)])
+                          [i in flatten for i in range(len(path))])
             self.compiled[key] = paddle.jit.to_static(layer, full_graph=False)
         with min_graph_size_guard(0), strict_mode_guard(True):
             y = self.compiled[key](x)
@@ -228,9 +224,10 @@ class StaticProgram:
             # an embedding path's input is int64 row indices
             x = paddle.static.data("x", list(shape[0]), "int64" if self.model.spec(path[0]).embedding else "float32")
             t = paddle.static.data("t", list(shape[1]), "float32")
-            y = x
-            for name in path:
-                y = layers[name](flatten_for(self.model.spec(name), y))
+            y, flatten = x, layer_kinds.flatten_before(self.model, path)
+            for i, name in enumerate(path):
+                # what a user writes before a Linear that takes an image: paddle.flatten(x, 1), channels first
+                y = layers[name](paddle.flatten(y, 1) if i in flatten else y)
                 if name in self.model.detach_after:
                     y = y.detach()
             loss = ((y - t) ** 2).mean()

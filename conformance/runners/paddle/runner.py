@@ -27,9 +27,11 @@ with warnings.catch_warnings():  # paddle warns at import about ccache; not ours
 # BatchNorm warns on every train-mode forward that it tracks running statistics: noise, not a finding
 warnings.filterwarnings("ignore", message="When training, we now always track global mean and variance")
 
+from . import OFFERS
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold
-from ...schema import Model, Optimizer, defaults_of, param_names
-from .graph import StaticProgram, ToStatic, flatten_for
+from ...spec import Model, Optimizer, defaults_of, param_names
+from ...spec import layers as layer_kinds
+from .graph import StaticProgram, ToStatic
 from .trainer import HapiTrainer
 
 
@@ -40,22 +42,6 @@ class _Net(paddle.nn.Layer):
     def forward(self, x):
         return self.run_path(x)
 
-
-
-def image_batchnorms(model: Model) -> set[str]:
-    """The BatchNorm layers that take an image (BatchNorm2D; the others BatchNorm1D). The adapter
-    builds the model before it sees a step path, as a user writes the model's layers top to bottom:
-    the shapes along the layers in the order the model declares them say which BatchNorm follows a
-    conv. A model whose declared order is no chain and that has a conv is refused, not guessed."""
-    names = [n for n, spec in model.layers.items() if not spec.tie]
-    if not any(spec.conv2d for spec in model.layers.values()):
-        return set()
-    try:
-        shapes = model.shapes(names)
-    except ValueError:
-        raise Unsupported("the paddle adapter picks BatchNorm1D or BatchNorm2D from the model's declared "
-                          "layer order, and this model's order is not one chain of layers") from None
-    return {n for n, shape in zip(names, shapes) if model.layers[n].batchnorm and len(shape) == 3}
 
 
 def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt) -> dict[str, object]:
@@ -86,10 +72,7 @@ def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt) -> dict
 
 class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     framework = "paddle"
-    devices = ("cpu", "cuda", "ascend")
-    modes = ("eager", "graph")
-    apis = ("loop", "trainer")
-    backends = ("to_static", "static")
+    offers = OFFERS
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
                           "embedding", "conv2d", "dropout"})
@@ -98,18 +81,16 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     # n_mean / n_variance in a static program (graph.py)
     roles = {"weight": "weight", "bias": "bias", "running_mean": "_mean", "running_var": "_variance"}
 
-    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
-        super().__init__(device, mode, api, backend)
-        if self.api == "trainer" and self.mode == "graph":
-            raise Unavailable("the paddle adapter runs --api trainer in eager mode only (hapi's dygraph Model)")
-        if device == "cuda":
+    def __init__(self, run=None, **axes):
+        super().__init__(run, **axes)
+        if self.device == "cuda":
             if not paddle.device.is_compiled_with_cuda():
                 raise Unavailable(f"--device cuda: paddle {paddle.__version__} is a CPU build "
                                   f"(install paddlepaddle-gpu)")
             if paddle.device.cuda.device_count() == 0:
                 raise Unavailable(f"--device cuda: paddle {paddle.__version__} sees no GPU")
             place = "gpu"
-        elif device == "ascend":
+        elif self.device == "ascend":
             if "npu" not in paddle.device.get_all_custom_device_type():
                 raise Unavailable(f"--device ascend: paddle {paddle.__version__} has no 'npu' custom device "
                                   f"(install the PaddleCustomDevice NPU plugin)")
@@ -127,7 +108,7 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     def _make_layers(self, model: Model, attrs=None):
         """Every layer and the net holding them as model.container says. `attrs(name, role)` gives the
         ParamAttr of a parameter (static programs share parameters across programs by name)."""
-        images = image_batchnorms(model)
+        images = layer_kinds.image_batchnorms(model)
 
         def make(name, spec):
             a = (lambda role: None) if attrs is None else functools.partial(attrs, name)
@@ -262,9 +243,10 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
 
     # ------------------------------------------------------------ one step
     def _run_path(self, path, x):
-        y = x
-        for name in path:
-            y = self.layers[name](flatten_for(self.model.spec(name), y))
+        y, flatten = x, layer_kinds.flatten_before(self.model, path)
+        for i, name in enumerate(path):
+            # what a user writes before a Linear that takes an image: paddle.flatten(x, 1), channels first
+            y = self.layers[name](paddle.flatten(y, 1) if i in flatten else y)
             if name in self.model.detach_after:
                 y = y.detach()
         return y

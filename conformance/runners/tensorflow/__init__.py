@@ -1,6 +1,11 @@
-"""The tensorflow room: runner.py drives the loop, graph.py its tf.function step (--mode graph),
-trainer.py Keras' compile + fit (--api trainer); known.yaml is its semantic profile, confirm/ holds
-the standalone snippets that confirm each variant."""
-from .runner import TensorFlowRunner
+"""The tensorflow room. runner.py: the adapter (the hand-written GradientTape loop); graph.py: its
+tf.function step (--mode graph); trainer.py: Keras' compile + fit (--api trainer); known.yaml: its
+semantic profile; expected.yaml: its outcomes that are neither conform nor documented; confirm/: one
+standalone snippet per variant; tests/: the adapter held to hand-written Keras code."""
+from ..base import Offers
 
-__all__ = ["TensorFlowRunner"]
+ADAPTER = "conformance.runners.tensorflow.runner:TensorFlowRunner"
+# tf.function compiles the loop's step, and fit's train function, in graph mode
+OFFERS = Offers(devices=("cpu", "cuda", "ascend"),  # ascend: refused with the reason, by the adapter
+                runs=({}, {"mode": "graph", "backend": "tf.function"}, {"api": "trainer"},
+                      {"mode": "graph", "backend": "tf.function", "api": "trainer"}))

@@ -70,9 +70,10 @@ KERAS2 = keras.__version__.startswith("2.")
 import numpy as np  # noqa: E402
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
-from ...schema import Model, Optimizer, defaults_of, param_names  # noqa: E402
+from ...spec import Model, Optimizer, defaults_of, param_names  # noqa: E402
+from ...spec import layers as layer_kinds  # noqa: E402
 # graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
-from . import graph  # noqa: E402
+from . import OFFERS, graph  # noqa: E402
 from .trainer import KerasTrainer  # noqa: E402
 
 LINEAR_ROLES = {"weight": "kernel", "bias": "bias"}
@@ -131,22 +132,19 @@ class Net(keras.Model):
 
 class TensorFlowRunner(KerasTrainer, Runner):
     framework = "tensorflow"
-    devices = ("cpu", "cuda", "ascend")
-    modes = ("eager", "graph")
-    apis = ("loop", "trainer")
-    backends = ("tf.function",)  # what compiles the loop's step, and fit's train function, in graph mode
+    offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm",
                           "no-clip", "embedding", "conv2d", "dropout"})  # no-clip: Keras has none, the case says so (make_optimizer)
 
-    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
-        super().__init__(device, mode, api, backend)
-        if device == "cuda":
+    def __init__(self, run=None, **axes):
+        super().__init__(run, **axes)
+        if self.device == "cuda":
             if not tf.config.list_physical_devices("GPU"):
                 raise Unavailable(f"--device cuda: tensorflow {tf.__version__} sees no GPU "
                                   f"(tf.config.list_physical_devices('GPU') is empty; "
                                   f"install tensorflow[and-cuda] on a CUDA machine)")
             self.tf_device = "/GPU:0"
-        elif device == "ascend":
+        elif self.device == "ascend":
             raise Unavailable(f"--device ascend: tensorflow {tf.__version__} has no Ascend device")
         else:
             self.tf_device = "/CPU:0"
@@ -171,9 +169,8 @@ class TensorFlowRunner(KerasTrainer, Runner):
                               "and losses after it, it does not stop that row's gradient")
         keras.utils.set_random_seed(0)
         self.model = model
-        # a BatchNormalization fixes its input rank when built: built for images where a conv of the
-        # model gives its width (checked against each path in _inputs)
-        image_widths = {spec.conv2d[1] for spec in model.layers.values() if spec.conv2d}
+        # a BatchNormalization fixes its input rank when built: for images where spec/layers.py says so
+        images = layer_kinds.image_batchnorms(model)
         with tf.device(self.tf_device):
             def make(name, spec):
                 if spec.linear:
@@ -195,8 +192,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
                     momentum = spec.momentum if spec.momentum == "default" else 1.0 - spec.momentum
                     layer = keras.layers.BatchNormalization(name=name, **given(momentum=momentum,
                                                                                epsilon=spec.eps))
-                    layer.build((None, None, None, spec.batchnorm) if spec.batchnorm in image_widths
-                                else (None, spec.batchnorm))
+                    layer.build((None, None, None, spec.batchnorm) if name in images else (None, spec.batchnorm))
                 return layer
 
             layers = build_layers(model, make)  # a tie is the same layer object
@@ -237,8 +233,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
     def _inputs(self, path, x):
         """The batch as the Keras model takes it (images NHWC), after fixing what each layer of the
         path takes: a Dense whose input is an image gets its kernel rows in Flatten's H, W, C order
-        the first time (before any update: a layer is fed one shape), and a BatchNormalization must
-        have been built for its input's rank."""
+        the first time (before any update: a layer is fed one shape)."""
         shapes = self.model.shapes(path)
         for name, shape in zip(path, shapes):
             owner = self.model.layers[name].tie or name
@@ -251,9 +246,6 @@ class TensorFlowRunner(KerasTrainer, Runner):
                     self.variables[weight].assign(self._layout(weight, value, True))
                 elif self.flat_input[owner] != (shape if len(shape) == 3 else ()):
                     raise Unsupported(f"Dense {name} takes inputs of two shapes: its kernel rows have one order")
-            elif spec.batchnorm and self.layers[owner].input_spec.ndim != len(shape) + 1:
-                raise Unsupported(f"a Keras BatchNormalization takes only the input rank it was built for: "
-                                  f"{name} was built for rank {self.layers[owner].input_spec.ndim}")
         return np.transpose(x, (0, 2, 3, 1)) if x.ndim == 4 else x
 
     def _set_trainable(self, names, trainable):

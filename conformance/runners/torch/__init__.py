@@ -1,6 +1,13 @@
-"""The torch room: runner.py is the adapter (the hand-written loop), graph.py its --mode graph,
-trainer.py why it has no --api trainer; known.yaml is its semantic profile, confirm/ holds the
-standalone snippets that confirm each variant."""
-from .runner import TorchRunner
+"""The torch room. runner.py: the adapter (the hand-written loop); graph.py: --mode graph
+(torch.compile); trainer.py: why there is no --api trainer; known.yaml: its semantic profile;
+expected.yaml: its outcomes that are neither conform nor documented; confirm/: one standalone snippet
+per variant; tests/: the adapter held to hand-written torch code."""
+from ..base import Offers
+from .trainer import NO_TRAINER
 
-__all__ = ["TorchRunner"]
+ADAPTER = "conformance.runners.torch.runner:TorchRunner"
+# aot_eager: dynamo + AOTAutograd (where compiled gradient semantics live), graphs run by eager
+# kernels; inductor: the default backend, which also generates C++ (CPU) / Triton (CUDA) code
+OFFERS = Offers(devices=("cpu", "cuda"),
+                runs=({}, {"mode": "graph", "backend": "aot_eager"}, {"mode": "graph", "backend": "inductor"}),
+                refused={"api=trainer": NO_TRAINER})

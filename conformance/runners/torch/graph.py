@@ -10,7 +10,7 @@ Freezing between steps flips requires_grad, which dynamo guards on: the path's n
 (still fullgraph=True, within the recompile limit), so the new graph computes no gradient for the
 frozen layer. Learning-rate changes and clipping touch only the eager optimizer code.
 
-Here: the backends offered, the checks and the run's inductor cache folder (start), how the
+Here: the checks and the run's inductor cache folder (start), how the
 model reaches each layer (routes), and the compiled model of each path (CompiledPaths).
 """
 from __future__ import annotations
@@ -26,11 +26,6 @@ from pathlib import Path
 import torch
 
 from ..base import Unavailable
-
-# aot_eager: dynamo + AOTAutograd (where compiled gradient semantics live), graphs run by eager
-# kernels; inductor: the default backend, which also generates C++ (CPU) / Triton (CUDA) code
-BACKENDS = ("aot_eager", "inductor")
-
 
 def start():
     """Refuse what would make torch.compile quietly run eager code; give inductor a folder of this run."""

@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import graph, trainer
+from . import OFFERS, graph
 from ..base import Runner, Unavailable, build_layers, hold
-from ...schema import Model, Optimizer, defaults_of, param_names
+from ...spec import Model, Optimizer, defaults_of, param_names
+from ...spec import layers as layer_kinds
 
 
 def _given(**settings):
@@ -30,42 +31,20 @@ def _given(**settings):
     return {k: v for k, v in settings.items() if v != "default"}
 
 
-def _after_conv(model: Model, name: str) -> bool:
-    """Whether a BatchNorm normalises images: the layer declared before it (past dropout and other
-    norm layers) is a conv. A user picks BatchNorm2d after a conv; the model holds no paths, so the
-    declaration order stands for the forward's (a wrong pick fails loudly on the input's rank)."""
-    before = list(model.layers)[:list(model.layers).index(name)]
-    for other in reversed(before):
-        spec = model.spec(other)
-        if spec.conv2d or spec.linear or spec.embedding:
-            return spec.conv2d is not None
-    return False
-
-
-def flatten_before(model: Model, path) -> set[int]:
-    """Positions in the path of the linear layers that take an image: flattened first, channels first."""
-    shapes = model.shapes(list(path))
-    return {i for i, name in enumerate(path) if model.spec(name).linear and len(shapes[i]) > 1}
-
-
 class TorchRunner(Runner):
     framework = "torch"
-    devices = ("cpu", "cuda")
-    modes = ("eager", "graph")
-    apis = ("loop",)
-    no_trainer = trainer.NO_TRAINER
-    backends = graph.BACKENDS
+    offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
                           "embedding", "conv2d", "dropout"})
 
-    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend: str | None = None):
-        super().__init__(device, mode, api, backend)
-        if mode == "graph":
+    def __init__(self, run=None, **axes):
+        super().__init__(run, **axes)
+        if self.mode == "graph":
             graph.start()
-        if device == "cuda" and not torch.cuda.is_available():
+        if self.device == "cuda" and not torch.cuda.is_available():
             raise Unavailable(f"--device cuda: torch {torch.__version__} sees no CUDA device "
                               f"(torch.cuda.is_available() is False)")
-        self.torch_device = torch.device(device)
+        self.torch_device = torch.device(self.device)
 
     @staticmethod
     def version() -> str:
@@ -74,6 +53,8 @@ class TorchRunner(Runner):
     def build(self, model: Model, values):
         torch.manual_seed(0)
         self.model = model
+        images = layer_kinds.image_batchnorms(model)  # BatchNorm2d, the others BatchNorm1d
+
         def make(name, spec):
             if spec.linear:
                 return torch.nn.Linear(*spec.linear, bias=spec.bias)
@@ -86,7 +67,7 @@ class TorchRunner(Runner):
                 return torch.nn.Dropout(p=spec.dropout)
             if spec.layernorm:  # over the last axis, with weight and bias (elementwise_affine)
                 return torch.nn.LayerNorm(spec.layernorm, **_given(eps=spec.eps))
-            norm = torch.nn.BatchNorm2d if _after_conv(model, name) else torch.nn.BatchNorm1d
+            norm = torch.nn.BatchNorm2d if name in images else torch.nn.BatchNorm1d
             return norm(spec.batchnorm, **_given(eps=spec.eps, momentum=spec.momentum))
 
         self.layers = layers = build_layers(model, make)  # a tie is the same module object
@@ -99,7 +80,7 @@ class TorchRunner(Runner):
         self.net = net.to(self.torch_device)
         if self.mode == "graph":
             self.compiled = graph.CompiledPaths(self.net, graph.routes(model, attributes, container), self.backend,
-                                                lambda path: flatten_before(model, path))
+                                                lambda path: layer_kinds.flatten_before(model, path))
         for layer in layers.values():
             layer.to(self.torch_device)  # layers the net does not know about must move too
         self.tensors = {name: getattr(layers[name.split(".")[0]], name.split(".")[1])
@@ -178,7 +159,7 @@ class TorchRunner(Runner):
             y = self.compiled[tuple(path)](x)
         else:
             y = x
-            flatten = flatten_before(self.model, path)
+            flatten = layer_kinds.flatten_before(self.model, path)
             for i, name in enumerate(path):
                 if i in flatten:
                     y = y.flatten(1)

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from conformance.reference import ReferenceRunner
+from conformance.oracle.reference import ReferenceRunner
 from conformance.runners.base import Unsupported
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-import conformance.execute
-from conformance.reference import ReferenceRunner
+import conformance.engine.judge
+import conformance.engine.worker
+from conformance.oracle.reference import ReferenceRunner
 
 
 def _refuse_outside(pid):
@@ -151,10 +152,10 @@ def mangle(obs, mutation):
 class FuzzRunner(ReferenceRunner):
     framework = "fuzz"
 
-    def __init__(self, device="cpu", mode="eager", api="loop", backend=None):
-        super().__init__(device, mode, api, backend)
+    def __init__(self, run=None, **axes):
+        super().__init__(run, **axes)
         # A hostile adapter may rewrite the worker itself: here, what it sends for each case.
-        observe_safely = conformance.execute.observe_safely
+        observe_safely = conformance.engine.worker.observe_safely
 
         def mangled(runner, case):
             outcome = observe_safely(runner, case)
@@ -164,7 +165,7 @@ class FuzzRunner(ReferenceRunner):
             mutations = pickle.loads(Path(os.environ["HOSTILE_MUTATIONS"]).read_bytes())
             return mangle(outcome[1], mutations[int(layer[1:])])
 
-        conformance.execute.observe_safely = mangled
+        conformance.engine.worker.observe_safely = mangled
 
 
 class BadVersionRunner(ReferenceRunner):

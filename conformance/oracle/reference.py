@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .runners.base import Runner
-from .schema import FEATURES, OPTIMIZER_FIELDS, ClearMode, Model, Optimizer, defaults_of
+from ..runners.base import Runner
+from ..spec import FEATURES, OPTIMIZER_FIELDS, ClearMode, Model, Optimizer, defaults_of
 from .variants import VARIANTS
 
 
@@ -166,8 +166,8 @@ class ReferenceRunner(Runner):
     framework = "reference"
     features = frozenset(FEATURES)
 
-    def __init__(self, device: str = "cpu", mode: str = "eager", api: str = "loop", backend=None, variants=()):
-        super().__init__(device, mode, api, backend)
+    def __init__(self, run=None, variants=(), **axes):
+        super().__init__(run, **axes)
         unknown = set(variants) - set(VARIANTS)
         if unknown:
             raise ValueError(f"unknown variants: {', '.join(sorted(unknown))}")

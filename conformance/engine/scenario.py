@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runners.base import Runner, Unsupported
-from .schema import FEATURES, Case, defaults_of, features_of, param_names, schedule
+from ..runners.base import Runner, Unsupported
+from ..spec import FEATURES, Case, defaults_of, features_of, param_names, schedule
 
 
 @dataclass

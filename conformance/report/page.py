@@ -14,16 +14,17 @@ from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import pandas as pd
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from . import results
+from .. import results
 from .bench import load_benchmarks, one_line, plot_benchmarks, relative_table
-from .runners import APIS, FRAMEWORKS, MODES
-from .schema import SpecError, load_spec
-from .variants import VARIANTS
+from ..oracle.variants import VARIANTS
+from ..run import AXIS, Run
+from ..runners import FRAMEWORKS, ROOMS
+from ..spec import SPEC_DIR, SpecError, load_spec
 
-COLUMNS = tuple(f for f in FRAMEWORKS if f != "reference")
+COLUMNS = ROOMS
 # verdict class -> (symbol, label); colour lives in the template's CSS
 CELL = {"conform": ("✓", "conform"), "documented": ("◆", "documented divergence"),
         "explained": ("◇", "explained, undocumented divergence"),
@@ -76,41 +77,38 @@ class Column:
     def __post_init__(self):
         if not self.key:
             env = self.doc.environment if self.doc else None
-            self.key = results.run_name(env.framework, env.framework_version, env.device, env.mode, env.api,
-                                        env.backend) \
+            self.key = env.run.name \
                 if env else f"{self.framework}-{self.status.replace(' ', '_')}-{self.file or ''}"
+
+    @property
+    def run(self) -> Run | None:
+        return self.doc.environment.run if self.doc else None
 
     @property
     def axes(self) -> str:
         """What tells this run apart beside its framework and version (empty for cpu, eager, loop),
         e.g. "graph (aot_eager)" or "trainer"."""
-        env = self.doc.environment if self.doc else None
-        if env is None:
-            return ""
-        return " ".join(x for x, plain in ((env.device, "cpu"), (_mode(env), "eager"), (env.api, "loop")) if x != plain)
+        return self.run.label if self.doc else ""
 
     @property
     def execution(self) -> str:
         """Mode (with backend) and api alone: what differs between runs of one version on one device."""
-        return f"{_mode(self.doc.environment)} {self.doc.environment.api}"
-
-
-def _mode(env: results.Environment) -> str:
-    return f"{env.mode} ({env.backend})" if env.backend else env.mode
+        return self.run.execution
 
 
 def _order(col: Column):
     """Columns grouped by framework, versions side by side (oldest first), then device, mode, api."""
     rank_of = lambda value, order: order.index(value) if value in order else len(order)
-    env = col.doc.environment if col.doc else None
+    run = col.run
     try:
-        version = Version(env.framework_version) if env else Version("0")
-    except InvalidVersion:
+        version = Version(run.version) if run else Version("0")
+    except ValueError:  # InvalidVersion, or an integer part too long to convert
         version = Version("0")
     rank = COLUMNS.index(col.framework) if col.framework in COLUMNS else len(COLUMNS)
-    if env is None:
+    if run is None:
         return (rank, col.framework, version, "", 0, 0, col.key)
-    return (rank, col.framework, version, env.device, rank_of(env.mode, MODES), rank_of(env.api, APIS), col.key)
+    return (rank, col.framework, version, run.device, rank_of(run.mode, AXIS["mode"].values),
+            rank_of(run.api, AXIS["api"].values), col.key)
 
 
 def load_columns(results_dirs, report_dir: Path, warn) -> list[Column]:
@@ -346,7 +344,6 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
           bench_dir: Path | None = Path(".asv/results")) -> Path:
     """Write index.html and summary.csv to out_dir (OutputError if it cannot). Inputs that cannot be
     used are left out with a one-line warning, on stderr and at the top of the page."""
-    from .schema import SPEC_DIR
     warnings = []
 
     def warn(message):
@@ -360,7 +357,7 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
     table = long_table(columns)
     rows = case_rows(columns, spec_dir or SPEC_DIR)
     bench = load_benchmarks(bench_dir, warn) if bench_dir else None
-    env = Environment(loader=PackageLoader("conformance", "templates"), autoescape=select_autoescape(["html"]))
+    env = Environment(loader=PackageLoader("conformance.report", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["safe_href"] = safe_href
     page = env.get_template("report.html").render(
         built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

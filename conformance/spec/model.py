@@ -1,187 +1,24 @@
-"""Load and validate the YAML spec and the known-variant files.
+"""The spec's vocabulary: the pydantic models of a case file, and what a case asks of a run.
 
-Every error is a `SpecError` whose message is one line: `file:line: what is wrong`.
-Only `yaml.SafeLoader` is used: nothing in a spec is executed.
+A case is a tiny model, an optimizer, a schedule of steps and checks on what was observed
+(docs/spec.md is generated from these models). Instances (matrix and variants resolved) come from
+expand.py; the layer kinds are declared in layers.py.
 """
 from __future__ import annotations
 
-import copy
-import hashlib
-import itertools
 import math
-import os
-import re
-import stat
-from pathlib import Path
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal, Union
 
-import yaml
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator,
-                      model_validator)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, model_validator
 
-PACKAGE_DIR = Path(__file__).parent
-SPEC_DIR = PACKAGE_DIR / "spec"
-# one room per framework: runners/<framework>/ holds its adapter, known.yaml and confirm/ snippets
-RUNNERS_DIR = PACKAGE_DIR / "runners"
+from . import layers as layer_kinds
 
 TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm", "layernorm",
           "embedding", "conv", "dropout", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
 # Matrix axes and the case field each one sets.
 AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
         "params": ("optimizer", "params"), "container": ("model", "container")}
-LINEAR_PARAMS = ("weight", "bias")
-BATCHNORM_PARAMS = ("weight", "bias", "running_mean", "running_var")
-
-
-class SpecError(Exception):
-    """A spec or known-variant file is malformed; the message is one line, even when it quotes a key
-    or value with line breaks in it (they are shown escaped)."""
-
-    def __init__(self, message: str):
-        super().__init__(str(message).replace("\r", "\\r").replace("\n", "\\n"))
-
-
-# Limits against hostile files; the shipped ones are under 8 KB and nest under 10 levels.
-MAX_FILE_BYTES = 1 << 20
-MAX_DEPTH = 64  # well below where construction would hit Python's recursion limit
-# A few bytes of matrix can describe millions of instances; the shipped spec has 133.
 MAX_CASE_INSTANCES = 1000
-MAX_INSTANCES = 20000
-
-
-# ---------------------------------------------------------------- YAML with line numbers
-class _LineDict(dict):
-    line = 0
-    key_lines: dict
-
-
-class _LineList(list):
-    line = 0
-    item_lines: list
-
-
-class _Loader(yaml.SafeLoader):
-    depth = 0
-
-    def compose_node(self, parent, index):
-        event = self.peek_event()
-        line = event.start_mark.line + 1
-        if isinstance(event, yaml.AliasEvent):
-            # Aliases of lists or mappings let a few bytes describe an exponentially large document.
-            target = self.anchors.get(event.anchor)
-            if target is not None and not isinstance(target, yaml.ScalarNode):
-                raise SpecError(f"{self.name}:{line}: alias *{event.anchor} refers to a list or mapping; "
-                                "only plain values may be aliased")
-            return super().compose_node(parent, index)
-        if event.tag is not None:  # a spec needs none, and a tag of the wrong kind crashes the constructor
-            raise SpecError(f"{self.name}:{line}: YAML tags are not allowed ({event.tag})")
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise SpecError(f"{self.name}:{line}: nested more than {MAX_DEPTH} levels deep")
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-    def construct_object(self, node, deep=False):
-        try:
-            return super().construct_object(node, deep)
-        except (ValueError, OverflowError) as exc:  # a plain scalar that looks typed but is not: 0b_, 2001-13-45
-            raise SpecError(f"{self.name}:{node.start_mark.line + 1}: invalid value: {exc}") from None
-
-
-def _mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
-    loader.flatten_mapping(node)
-    out = _LineDict()
-    out.line, out.key_lines = node.start_mark.line + 1, {}
-    for key_node, value_node in node.value:
-        line = key_node.start_mark.line + 1
-        if not isinstance(key_node, yaml.ScalarNode):  # a list or mapping key is unhashable
-            raise SpecError(f"{loader.name}:{line}: a mapping key must be a plain value, not a list or mapping")
-        key = loader.construct_object(key_node, deep=True)
-        if key in out:  # PyYAML would silently keep the last one
-            raise SpecError(f"{loader.name}:{line}: duplicate key {key!r}")
-        out[key] = loader.construct_object(value_node, deep=True)
-        out.key_lines[key] = line
-    return out
-
-
-def _sequence(loader: _Loader, node: yaml.SequenceNode) -> _LineList:
-    out = _LineList(loader.construct_object(child, deep=True) for child in node.value)
-    out.line, out.item_lines = node.start_mark.line + 1, [c.start_mark.line + 1 for c in node.value]
-    return out
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
-
-
-def _read(path: Path) -> str:
-    try:
-        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer
-        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # /dev/zero, a FIFO: endless
-                raise SpecError(f"{path}: not a regular file")
-            data = file.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-
-
-def load_yaml(path: Path):
-    text = _read(path)
-    loader = None
-    try:
-        loader = _Loader(text)
-        loader.name = str(path)
-        return loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 0
-        raise SpecError(f"{path}:{line}: YAML syntax error: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: YAML error: {str(exc).splitlines()[0]}") from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-
-
-def _line_of(data, loc) -> int:
-    """Deepest line number known along a pydantic error location."""
-    line = getattr(data, "line", 0)
-    for key in loc:
-        if isinstance(data, _LineDict) and key in data:
-            line, data = data.key_lines[key], data[key]
-        elif isinstance(data, _LineList) and isinstance(key, int) and key < len(data):
-            line, data = data.item_lines[key], data[key]
-        # other loc parts name union members or validators: skip them
-    return line
-
-
-def _describe(err: dict) -> str:
-    # parts that name a union member or a validator, not a key
-    loc = ".".join(str(part) for part in err["loc"]
-                   if not str(part).startswith(("function-", "literal[", "constrained-", "tuple[")))
-    if err["type"] == "extra_forbidden":
-        return f"unknown key {loc!r}"
-    if err["type"] == "missing":
-        return f"missing key {loc!r}"
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{loc}: {msg}" if loc else msg
-
-
-def _validate(model: type[BaseModel], data, path: Path, data_root=None):
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        line = _line_of(data_root if data_root is not None else data, err["loc"])
-        raise SpecError(f"{path}:{line}: {_describe(err)}") from None
 
 
 # ---------------------------------------------------------------- the spec's vocabulary
@@ -200,7 +37,7 @@ Default = Literal["default"]
 
 
 Kernel = Annotated[int, Field(ge=1, le=7, multiple_of=1)]
-KINDS = ("linear", "conv2d", "batchnorm", "layernorm", "embedding", "dropout", "tie")
+KEYS = (*layer_kinds.KINDS, "tie")  # a layer has exactly one of these keys
 
 
 class Layer(_Strict):
@@ -226,8 +63,8 @@ class Layer(_Strict):
 
     @model_validator(mode="after")
     def _one_kind(self):
-        if sum(getattr(self, k) is not None for k in KINDS) != 1:
-            raise ValueError(f"a layer needs exactly one of {', '.join(repr(k) for k in KINDS)}")
+        if sum(getattr(self, k) is not None for k in KEYS) != 1:
+            raise ValueError(f"a layer needs exactly one of {', '.join(repr(k) for k in KEYS)}")
         if self.conv2d and self.conv2d[2] % 2 == 0:
             raise ValueError("a conv2d kernel must be odd: the image keeps its size with padding kernel // 2")
         if self.padding_idx is not None and not (self.embedding and self.padding_idx < self.embedding[0]):
@@ -236,7 +73,8 @@ class Layer(_Strict):
 
     @property
     def kind(self) -> str:
-        return next(k for k in KINDS if getattr(self, k) is not None)
+        """Its key in layers.KINDS ("tie" for an alias)."""
+        return next(k for k in KEYS if getattr(self, k) is not None)
 
     @property
     def width(self) -> int:
@@ -244,24 +82,14 @@ class Layer(_Strict):
         return self.batchnorm or self.layernorm
 
     def param_roles(self) -> tuple[str, ...]:
-        if self.batchnorm:
-            return BATCHNORM_PARAMS
-        if self.embedding:
-            return ("weight",)
-        if self.dropout:
-            return ()
-        return LINEAR_PARAMS if self.bias or self.layernorm else ("weight",)
+        return layer_kinds.roles(self)
 
     def weight_shape(self) -> tuple[int, ...]:
-        if self.conv2d:
-            c_in, c_out, k = self.conv2d
-            return (c_out, c_in, k, k)
-        return tuple(self.linear or self.embedding or (self.width,))
+        return layer_kinds.weight_shape(self)
 
     def out_features(self) -> int:
         """Features (channels of an image) this layer gives."""
-        return self.linear[1] if self.linear else self.conv2d[1] if self.conv2d else \
-            self.embedding[1] if self.embedding else self.width
+        return layer_kinds.out_features(self)
 
 
 Container = Literal["attributes", "framework_list", "plain_list", "framework_dict",
@@ -283,32 +111,8 @@ class Model(_Strict):
         return self.layers[self.layers[layer].tie or layer]
 
     def shapes(self, path: list[str]) -> list[tuple[int, ...]]:
-        """The activation shape of one sample before the path and after each of its layers (an
-        embedding's input: () for one index); ValueError where one layer cannot take the last."""
-        first = self.spec(path[0])
-        shape = () if first.embedding else (first.conv2d[0], self.image_size, self.image_size) if first.conv2d \
-            else (first.linear[0] if first.linear else first.width,)
-        out = [shape]
-        for name in path:
-            spec = self.spec(name)
-            if spec.embedding:
-                ok = shape == ()
-            elif spec.linear:
-                ok = math.prod(shape) == spec.linear[0] and shape != ()
-            elif spec.conv2d:
-                ok = len(shape) == 3 and shape[0] == spec.conv2d[0]
-            elif spec.batchnorm:
-                ok = len(shape) in (1, 3) and shape[0] == spec.batchnorm
-            elif spec.dropout:
-                ok = shape != ()
-            else:
-                ok = shape == (spec.layernorm,)
-            if not ok:
-                raise ValueError(f"layer {name!r} ({spec.kind}) cannot take a {'x'.join(map(str, shape)) or 'index'} input")
-            if not spec.dropout:  # dropout keeps the shape
-                shape = (spec.out_features(), *shape[1:]) if spec.conv2d or spec.width else (spec.out_features(),)
-            out.append(shape)
-        return out
+        """The activation shape of one sample before the path and after each of its layers (layers.py)."""
+        return layer_kinds.shapes(self, path)
 
 
 class Optimizer(_Strict):
@@ -447,7 +251,15 @@ class Case(_Strict):
             for name in step.path[1:]:
                 if layers[layers[name].tie or name].embedding:
                     raise ValueError(f"embedding {name!r} must be the first layer of a path: it takes integer indices")
-            self.model.shapes(step.path)
+            before = self.model.shapes(step.path)
+            images = layer_kinds.image_batchnorms(self.model)
+            for name, shape in zip(step.path, before):
+                spec_name = layers[name].tie or name
+                if layers[spec_name].batchnorm and (len(shape) == 3) != (spec_name in images):
+                    raise ValueError(f"batchnorm {spec_name!r} takes {'images' if len(shape) == 3 else 'vectors'} "
+                                     f"on a path, but the layer declared before it makes "
+                                     f"{'vectors' if len(shape) == 3 else 'images'}: a framework fixes a "
+                                     f"BatchNorm's rank when it is built (spec/layers.py image_batchnorms)")
         for where, names in [("frozen", self.model.frozen), *[(f"steps.{i}.freeze", s.freeze) for i, s in enumerate(self.steps)],
                              *[(f"steps.{i}.unfreeze", s.unfreeze) for i, s in enumerate(self.steps)]]:
             for name in names:
@@ -556,155 +368,7 @@ class Instance(BaseModel):
     source: str      # file:line of the case
 
 
-# ---------------------------------------------------------------- loading
-def _set_dotted(data: dict, dotted: str, value) -> None:
-    *parents, last = dotted.split(".")
-    for key in parents:
-        data = data[key]
-    data[last] = value
-
 
 def instance_count(case: Case) -> int:
     return math.prod(len(values) for values in case.matrix.values()) * max(len(case.variants), 1)
 
-
-def expand(case: Case, topic: str, source: str) -> list[Instance]:
-    axes = list(case.matrix.items())
-    if case.variants:
-        axes.append(("variant", list(case.variants)))
-    if not axes:
-        return [Instance(id=case.id, case=case, topic=topic, axes={}, source=source)]
-    out = []
-    for combo in itertools.product(*(values for _, values in axes)):
-        data = case.model_dump()  # matrix and variants stay: `when` is checked against them
-        chosen = {}
-        for (axis, _), value in zip(axes, combo):
-            chosen[axis] = str(value)
-            if axis == "variant":
-                for dotted, override in case.variants[value].items():
-                    try:
-                        _set_dotted(data, dotted, copy.deepcopy(override))
-                    except (KeyError, TypeError):
-                        raise SpecError(f"{source}: variant {value!r} sets unknown field {dotted!r}") from None
-            else:
-                _set_dotted(data, ".".join(AXES[axis]), value)
-        try:
-            concrete = Case.model_validate(data)
-        except ValidationError as exc:
-            raise SpecError(f"{source}: {case.id}[{','.join(chosen.values())}]: "
-                            f"{_describe(exc.errors()[0])}") from None
-        out.append(Instance(id=f"{case.id}[{','.join(chosen.values())}]", case=concrete,
-                            topic=topic, axes=chosen, source=source))
-    return out
-
-
-def load_spec(spec_dir: Path = SPEC_DIR) -> list[Instance]:
-    files = sorted(Path(spec_dir).glob("*.yaml"))
-    if not files:
-        raise SpecError(f"{spec_dir}: no spec files (*.yaml)")
-    cases, seen, total = [], {}, 0
-    for path in files:
-        raw = load_yaml(path)
-        parsed = _validate(CaseFile, raw, path)
-        for index, case in enumerate(parsed.cases):
-            line = raw["cases"].item_lines[index]
-            if case.id in seen:
-                raise SpecError(f"{path}:{line}: duplicate case id {case.id!r} (first at {seen[case.id]})")
-            seen[case.id] = f"{path.name}:{line}"
-            total += instance_count(case)
-            if total > MAX_INSTANCES:  # counted before any is built
-                raise SpecError(f"{path}:{line}: the spec makes over {MAX_INSTANCES} instances by this case")
-            cases.append((case, parsed.topic, f"{path.name}:{line}"))
-    instances = [inst for case, topic, source in cases for inst in expand(case, topic, source)]
-    return sorted(instances, key=lambda inst: TOPICS.index(inst.topic))  # seeds first
-
-
-def spec_hash(spec_dir: Path = SPEC_DIR) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(Path(spec_dir).glob("*.yaml")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-class KnownVariant(_Strict):
-    """One semantic variant in force for a framework: a name from the closed vocabulary
-    (conformance/variants.py), the framework versions it holds for, why, and where it is written down."""
-    variant: str
-    versions: str = ""        # PEP 440 specifier over the framework version; empty: all
-    # the runs it holds for (conformance/runners/base.py MODES, APIS); empty: all of them
-    modes: list[Literal["eager", "graph"]] = []
-    apis: list[Literal["loop", "trainer"]] = []
-    # in graph mode, the backends it holds for (an adapter's `backends`); empty: all. No bound on eager
-    backends: list[str] = []
-    reason: str
-    # the upstream page that states it; null for a behaviour the suite found and no page states
-    # (its divergences are then "explained, undocumented")
-    link: Optional[HttpUrl]
-    snippet: str              # the standalone script that confirms it, relative to the repository
-
-    @field_validator("variant")
-    @classmethod
-    def _known_name(cls, name):
-        from .variants import VARIANTS
-        if name not in VARIANTS:
-            raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
-        return name
-
-    @field_validator("versions")
-    @classmethod
-    def _specifier(cls, versions):
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
-        try:
-            SpecifierSet(versions)
-        except InvalidSpecifier:
-            raise ValueError(f"invalid version specifier {versions!r}") from None
-        return versions
-
-    @field_validator("snippet")
-    @classmethod
-    def _confirming_script(cls, snippet):
-        room = re.fullmatch(r"conformance/runners/[a-z]+/confirm/[\w.-]+\.py", snippet)
-        if not room or ".." in snippet:
-            raise ValueError(f"snippet {snippet!r}: expected a conformance/runners/<framework>/confirm/<name>.py path")
-        return snippet
-
-    def holds_for(self, version: str, mode: str = "eager", api: str = "loop", backend: str = "") -> bool:
-        from packaging.specifiers import SpecifierSet
-        from packaging.version import InvalidVersion, Version
-        if self.modes and mode not in self.modes or self.apis and api not in self.apis:
-            return False
-        if self.backends and mode == "graph" and backend not in self.backends:
-            return False
-        try:
-            return not self.versions or Version(version) in SpecifierSet(self.versions, prereleases=True)
-        except InvalidVersion:
-            return False
-
-
-class KnownFile(_Strict):
-    variants: list[KnownVariant] = []
-
-    @model_validator(mode="after")
-    def _once_each(self):
-        names = [v.variant for v in self.variants]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"variant {twice[0]!r} is listed twice")
-        return self
-
-
-def load_known(framework: str, rooms: Path = RUNNERS_DIR) -> list[KnownVariant]:
-    """The framework's semantic variants (all versions), from <rooms>/<framework>/known.yaml; an
-    absent file means none."""
-    path = Path(rooms) / framework / "known.yaml"
-    if not path.exists():
-        return []
-    raw = load_yaml(path)
-    return _validate(KnownFile, raw if raw is not None else {}, path).variants
-
-
-def profile(known: list[KnownVariant], version: str, mode: str = "eager", api: str = "loop",
-            backend: str = "") -> list[KnownVariant]:
-    """The variants in force for one run: a framework version in a mode (compiled by a backend),
-    through an api."""
-    return [v for v in known if v.holds_for(version, mode, api, backend)]

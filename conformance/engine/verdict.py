@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .scenario import Observation
-from .schema import Instance, defaults_of, expect_steps
+from ..spec import Instance, defaults_of, expect_steps
 
 VERDICTS = ("conform", "divergence", "error", "unsupported")
 

@@ -1,0 +1,125 @@
+"""A framework's semantic profile: the variants its room's known.yaml lists, and those in force for a run.
+
+Each entry names a variant of the closed vocabulary (variants.py), the framework versions and run
+axes it holds for, why, and the upstream page that states it. Its evidence is the room's standalone
+snippet `confirm/<variant>.py` (the variant's name with every other character than a-z, 0-9 and _
+turned into _), which must exist.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, PrivateAttr, create_model, field_validator, model_validator
+
+from ..run import AXES, Run, scoped
+from ..spec.safe_yaml import SpecError, load_yaml, validate
+
+RUNNERS_DIR = Path(__file__).parent.parent / "runners"
+REPOSITORY = RUNNERS_DIR.parent.parent  # snippet paths are shown relative to it
+
+
+def snippet_path(framework: str, variant: str) -> str:
+    """Where the snippet confirming `variant` on `framework` lives in the suite's checkout."""
+    return f"conformance/runners/{framework}/confirm/{re.sub(r'[^a-z0-9_]', '_', variant)}.py"
+
+
+def _scope_fields() -> dict:
+    """One optional field per scopable axis of run.AXES: `versions` a PEP 440 specifier, the others lists."""
+    fields = {}
+    for axis in AXES:
+        if axis.scope == "versions":
+            fields[axis.scope] = (str, "")
+        elif axis.scope:
+            fields[axis.scope] = (list[str], [])
+    return fields
+
+
+class Scoped(create_model("ScopeFields", __config__=ConfigDict(extra="forbid"), **_scope_fields())):
+    """An entry that holds for some runs only: by version range and by the values of run axes (empty: all)."""
+
+    @field_validator("versions", check_fields=False)
+    @classmethod
+    def _specifier(cls, versions):
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+        try:
+            SpecifierSet(versions)
+        except InvalidSpecifier:
+            raise ValueError(f"invalid version specifier {versions!r}") from None
+        return versions
+
+    @model_validator(mode="after")
+    def _known_values(self):
+        for axis in AXES:
+            if axis.scope and axis.values and axis.scope != "versions":
+                unknown = [v for v in getattr(self, axis.scope) if v not in axis.values]
+                if unknown:
+                    raise ValueError(f"{axis.scope}: {unknown[0]!r} is not a {axis.name} ({', '.join(axis.values)})")
+        return self
+
+    def scope(self) -> dict:
+        return {axis.scope: getattr(self, axis.scope) for axis in AXES if axis.scope}
+
+    def holds_for(self, run: Run) -> bool:
+        return scoped(self.scope(), run)
+
+
+class KnownVariant(Scoped):
+    """One semantic variant in force for a framework."""
+    variant: str
+    reason: str
+    # the upstream page that states it; null for a behaviour the suite found and no page states
+    # (its divergences are then "explained, undocumented")
+    link: Optional[HttpUrl]
+    _snippet: str = PrivateAttr("")  # set by load_known: the confirming script, relative to the repository
+
+    @property
+    def snippet(self) -> str:
+        return self._snippet
+
+    @field_validator("variant")
+    @classmethod
+    def _known_name(cls, name):
+        from .variants import VARIANTS
+        if name not in VARIANTS:
+            raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+        return name
+
+
+class KnownFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    variants: list[KnownVariant] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _once_each(self):
+        names = [v.variant for v in self.variants]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"variant {twice[0]!r} is listed twice")
+        return self
+
+
+def load_known(framework: str, rooms: Path = RUNNERS_DIR) -> list[KnownVariant]:
+    """The framework's semantic variants (all versions and runs), from <rooms>/<framework>/known.yaml;
+    an absent file means none. Each variant's snippet must exist in the room's confirm/ folder."""
+    path = Path(rooms) / framework / "known.yaml"
+    if not path.exists():
+        return []
+    raw = load_yaml(path)
+    variants = validate(KnownFile, raw if raw is not None else {}, path).variants
+    for n, variant in enumerate(variants):
+        snippet = Path(rooms) / framework / "confirm" / Path(snippet_path(framework, variant.variant)).name
+        if not snippet.is_file():
+            raise SpecError(f"{path}:{raw['variants'].item_lines[n]}: variant {variant.variant!r} has no "
+                            f"confirming snippet {snippet}")
+        try:
+            variant._snippet = snippet.resolve().relative_to(REPOSITORY.resolve()).as_posix()
+        except ValueError:  # rooms outside the suite's checkout (--known)
+            variant._snippet = str(snippet)
+    return variants
+
+
+def profile(known: list[KnownVariant], run: Run) -> list[KnownVariant]:
+    """The variants in force for one run."""
+    return [v for v in known if v.holds_for(run)]

@@ -1,0 +1,34 @@
+"""pytest in a room's env (`pytest conformance/runners/<framework>`) collects the room's tests/ and its
+confirm/ snippets (pyproject's python_files). A snippet confirms its variant where known.yaml says the
+variant holds; on an installed version outside that range it must fail, so it is a strict xfail there:
+a variant that holds beyond its range shows as a failure, and its range is then too narrow."""
+import functools
+from pathlib import Path
+
+import pytest
+
+from conformance.oracle.known import load_known, snippet_path
+from conformance.run import Run, scoped
+from conformance.runners import adapter_path, load_adapter
+
+
+@functools.cache
+def _installed(framework: str) -> str:
+    return load_adapter(adapter_path(framework), framework).version()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath))
+        if path.parent.name != "confirm":
+            continue
+        framework = path.parent.parent.name
+        variant = next((v for v in load_known(framework)
+                        if Path(snippet_path(framework, v.variant)).name == path.name), None)
+        if variant is None:
+            item.add_marker(pytest.mark.skip(reason=f"{path.name} confirms no variant of {framework}'s known.yaml"))
+            continue
+        version = _installed(framework)
+        if not scoped({"versions": variant.versions}, Run(framework, version)):
+            item.add_marker(pytest.mark.xfail(strict=True, reason=(
+                f"known.yaml bounds {variant.variant} to {variant.versions}; {framework} {version} must not show it")))

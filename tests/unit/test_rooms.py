@@ -1,0 +1,69 @@
+"""Every framework room has the same files, declares what it offers without importing its framework,
+and holds one standalone confirm snippet per variant of its known.yaml (no framework needed here)."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.engine.contract import load_expected
+from conformance.oracle.known import RUNNERS_DIR, load_known, snippet_path
+from conformance.runners import ROOMS, adapter_path, offers, room
+
+FILES = ("__init__.py", "runner.py", "graph.py", "trainer.py", "known.yaml", "confirm", "tests")
+
+
+@pytest.mark.parametrize("framework", ROOMS)
+def test_a_room_has_the_same_files(framework):
+    folder = RUNNERS_DIR / framework
+    missing = [name for name in FILES if not (folder / name).exists()]
+    assert not missing, f"conformance/runners/{framework} lacks {missing}"
+    assert adapter_path(framework).startswith(f"conformance.runners.{framework}.")
+    assert offers(framework).runs
+
+
+def test_the_registry_imports_no_framework():
+    """Reading every room's declarations imports none of the frameworks (the parent process of a run,
+    the report and this env never have them)."""
+    code = ("import sys; from conformance.runners import ROOMS, offers\n"
+            "[offers(f) for f in ROOMS]\n"
+            "print(sorted({'torch', 'paddle', 'mindspore', 'tensorflow', 'keras'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("framework", ROOMS)
+def test_one_snippet_per_variant_and_no_other(framework):
+    named = {Path(snippet_path(framework, v.variant)).name for v in load_known(framework)}
+    present = {p.name for p in (RUNNERS_DIR / framework / "confirm").glob("*.py")}
+    assert present == named, (f"confirm/ files without a variant: {sorted(present - named)}; "
+                              f"variants without a file: {sorted(named - present)}")
+
+
+@pytest.mark.parametrize("snippet", sorted(RUNNERS_DIR.glob("*/confirm/*.py")), ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_a_snippet_stands_alone_and_asserts(snippet):
+    tree = ast.parse(snippet.read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    assert "conformance" not in imported, "a confirm snippet runs with no project import"
+    tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    assert tests, "pytest collects its test_ functions"
+    assert any(isinstance(n, ast.Assert) for n in ast.walk(tree)), "it asserts what it shows"
+    assert ast.get_docstring(tree), "its docstring names the variant and the page"
+
+
+@pytest.mark.parametrize("framework", ROOMS)
+def test_expected_outcomes_load(framework):
+    for entry in load_expected(framework):
+        assert entry.why.strip()
+
+
+def test_the_room_package_is_declarations_only():
+    for framework in ROOMS:
+        tree = ast.parse((RUNNERS_DIR / framework / "__init__.py").read_text())
+        modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert modules <= {"base", "trainer"}, (framework, modules)
+        assert room(framework).OFFERS.devices
