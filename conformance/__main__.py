@@ -1,4 +1,4 @@
-"""Command line: python -m conformance list | run | repro | report.
+"""Command line: python -m conformance list | run | repro | report | docs.
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
 arguments, a malformed spec or results file, or a --out that another run is writing; 3 when
@@ -143,6 +143,19 @@ def cmd_report(args) -> int:
 def _requested(args) -> Run:
     """The run the command line asks for: its framework and the axes given as options (AXES)."""
     return Run(args.framework, **{axis.name: getattr(args, axis.name) or "" for axis in AXES if axis.option})
+
+
+def cmd_docs(args) -> int:
+    """Write docs/*.md from the committed inputs, or with --check list the pages that differ."""
+    from .report import docs
+    if args.check:
+        stale = docs.stale(args.out)
+        for name in stale:
+            _say(f"{args.out / name}: differs from what `python -m conformance docs` writes", sys.stderr)
+        return 1 if stale else 0
+    for path in docs.write(args.out):
+        _say(f"wrote {path}")
+    return 0
 
 
 def cmd_repro(args) -> int:
@@ -417,9 +430,16 @@ def main(argv=None) -> int:
                           help="results folders to merge (e.g. copied from a CUDA box); each file is a run")
     p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")
     p_report.add_argument("--out", default="reports", help="folder for index.html and summary.csv")
+    p_docs = sub.add_parser("docs", help="write docs/*.md (vocabulary, cases, variants, rooms) from the committed inputs")
+    p_docs.add_argument("--out", type=Path, default=None, help="folder (default: the checkout's docs/)")
+    p_docs.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each page that differs")
     args = parser.parse_args(argv)
+    if args.command == "docs" and args.out is None:
+        from .report.docs import DOCS_DIR
+        args.out = DOCS_DIR
     try:
-        return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report}[args.command](args)
+        return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report,
+                "docs": cmd_docs}[args.command](args)
     except (SpecError, UsageError) as exc:
         _say(f"error: {exc}", sys.stderr)
         return 2

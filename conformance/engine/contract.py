@@ -108,6 +108,8 @@ def check_run(doc: Results, expected: list[ExpectedOutcome], spec_ids: list[str]
                             f"and add the variant to known.yaml, or report it")
         elif outcome == "conform" and case.unexplained:
             problems.append(f"{case.id}: conform, but the profile predicts a divergence ({case.unexplained})")
+        if case.verdict in ("conform", "divergence") and not case.checks:
+            problems.append(f"{case.id}: {case.verdict} with no check recorded")
         if outcome in ("conform", "documented", "divergence"):
             problems += [f"{e.label()}: {case.id} is {outcome} (stale entry)" for e in listing]
             continue

@@ -128,6 +128,9 @@ def load_columns(results_dirs, report_dir: Path, warn) -> list[Column]:
                 warn(f"{path}: malformed: {first}")
                 continue
             claimed = doc.environment.framework
+            if claimed == named == "reference":  # the oracle's self-check of the spec: no framework's column
+                warn(f"{path}: a run of the reference oracle (a self-check of the spec): not shown")
+                continue
             if claimed not in COLUMNS or (named in FRAMEWORKS and named != claimed):
                 what = "another framework" if claimed in FRAMEWORKS else "an unknown framework"
                 others.append(Column(named, "wrong framework",
@@ -320,11 +323,48 @@ def porting_notes(columns: list[Column]) -> list[dict]:
     return notes
 
 
-def profiles_markdown(columns: list[Column]) -> str:
-    """The profile table as Markdown (reports/profiles.md), for README's findings."""
+def _md(text) -> str:
+    """A Markdown table cell from results text: one line, no table or HTML syntax, no formula start."""
+    text = " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return "'" + text if text[:1] in "=+-@" else text
+
+
+def _run_label(col: Column) -> str:
+    return _md(f"{col.framework} {col.doc.environment.framework_version} {col.axes}".strip())
+
+
+def findings_markdown(columns: list[Column], counts: pd.DataFrame, seeds: list[dict], built: str) -> str:
+    """reports/findings.md: what the runs found, with their provenance: the verdicts per run, the seed
+    reports' outcomes per run, and which variant each run's profile needed how often."""
     runs = [c for c in columns if c.doc]
-    head = "| variant | " + " | ".join(f"{c.framework} {c.doc.environment.framework_version} {c.axes}".strip()
-                                      for c in runs) + " |"
+    suites = sorted({c.doc.environment.suite_sha for c in runs}) or ["no runs"]
+    lines = [f"# Findings\n", f"Written by `python -m conformance report` on {built} from {len(runs)} results files; "
+             f"suite commit {', '.join(_md(s) for s in suites)}. One row or column per run: framework, version "
+             f"and what tells the run apart (device, mode with its backend, api).\n",
+             "## Verdicts per run\n",
+             "| run | cases | conform | ◆ documented | ◇ explained | ✗ undocumented | error | unsupported |",
+             "|---|---|---|---|---|---|---|---|"]
+    for col in runs:
+        row = counts.loc[col.key]
+        lines.append(f"| {_run_label(col)} | " + " | ".join(str(int(row[k])) for k in (
+            "cases", "conform", "documented", "explained", "divergence", "error", "unsupported")) + " |")
+    lines += ["", "## The seed reports\n", "Per instance of each seed case: ✓ conform, ◆ documented, ◇ explained, "
+              "✗ undocumented, ! error, – unsupported.\n",
+              "| run | " + " | ".join(f"`{s['base_id']}`" for s in seeds) + " |", "|---" * (len(seeds) + 1) + "|"]
+    for col in runs:
+        by_id = {c.id: c for c in col.doc.cases}
+        cells = ["".join(CELL[cell_class(by_id[i])][0] if i in by_id else CELL["missing"][0]
+                         for i, _ in seed["instances"]) for seed in seeds]
+        lines.append(f"| {_run_label(col)} | " + " | ".join(cells) + " |")
+    lines += ["", "## Profiles\n", "Per variant and run: ◆ documented (◇ no upstream page), and how many of the "
+              "run's divergences needed it.\n", profiles_markdown(columns)]
+    return "\n".join(lines)
+
+
+def profiles_markdown(columns: list[Column]) -> str:
+    """The profile table as Markdown, for findings.md."""
+    runs = [c for c in columns if c.doc]
+    head = "| variant | " + " | ".join(_run_label(c) for c in runs) + " |"
     lines = [head, "|---" * (len(runs) + 1) + "|"]
     for row in profile_table(columns):
         cells = []
@@ -359,22 +399,24 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
     bench = load_benchmarks(bench_dir, warn) if bench_dir else None
     env = Environment(loader=PackageLoader("conformance.report", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["safe_href"] = safe_href
+    built, counts, seeds = (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                            summary_counts(table, columns), _grouped(rows[rows.topic == "seeds"]))
     page = env.get_template("report.html").render(
-        built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        built=built,
         suite=next((c.doc.environment.suite_sha for c in columns if c.doc), results.suite_sha()),
-        columns=columns, counts=summary_counts(table, columns), cells=_cells(table, columns), legend=CELL,
+        columns=columns, counts=counts, cells=_cells(table, columns), legend=CELL,
         warnings=warnings, summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
         profiles=profile_table(columns), porting=porting_notes(columns), changes=version_changes(columns),
         executions=execution_differences(columns), defaults=defaults_table(columns),
-        seeds=_grouped(rows[rows.topic == "seeds"]),
+        seeds=seeds,
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,
         bench_table=relative_table(bench).to_html(float_format="%.2f", na_rep="") if bench is not None else "")
     out = Path(out_dir) / "index.html"
     try:  # strings from inputs may hold lone surrogates (file names, asv's JSON): never fail on them
         out.parent.mkdir(parents=True, exist_ok=True)
-        (out.parent / "profiles.md").write_text(profiles_markdown(columns), encoding="utf-8",
+        (out.parent / "findings.md").write_text(findings_markdown(columns, counts, seeds, built), encoding="utf-8",
                                                 errors="backslashreplace")
         table.to_csv(out.parent / "summary.csv", index=False, errors="backslashreplace")
         out.write_text(page, encoding="utf-8", errors="backslashreplace")

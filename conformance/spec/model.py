@@ -23,7 +23,8 @@ MAX_CASE_INSTANCES = 1000
 
 # ---------------------------------------------------------------- the spec's vocabulary
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # a string under a field is its description: docs/spec.md is generated from them
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 Width = Annotated[int, Field(ge=1, le=1024)]  # cases are tiny models; bounds keep the oracle quick
@@ -49,17 +50,27 @@ class Layer(_Strict):
     zeroes inputs at random in train mode and scales the rest by 1 / (1 - rate)), tie (alias of
     another layer)."""
     linear: tuple[Width, Width] | None = None
+    """[in, out]: y = x @ weight + bias; an image input is flattened first, channels first"""
     conv2d: tuple[Width, Width, Kernel] | None = None
+    """[in channels, out channels, kernel]: stride 1, zero padding kernel // 2, weight out x in x kh x kw"""
     batchnorm: Width | None = None
+    """features (an image's channels); images or vectors as the layer declared before it gives (Layer kinds)"""
     layernorm: Width | None = None
+    """features: normalises each sample over its last axis, with weight and bias"""
     embedding: tuple[Width, Width] | None = None
-    padding_idx: Annotated[int, Field(ge=0)] | None = None  # embedding: the row that never gets a gradient
+    """[rows, dim]: looks up one integer index per sample; the first layer of any path it is on"""
+    padding_idx: Annotated[int, Field(ge=0)] | None = None
+    """embedding: the row that never gets a gradient"""
     dropout: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
+    """rate: zeroes inputs at random in train mode and scales the rest by 1 / (1 - rate)"""
     tie: str | None = None
+    """another layer's name: this one is that layer (shared parameters)"""
     bias: bool = True
-    # BatchNorm: weight of the new batch in the running statistics
+    """linear, conv2d: whether the layer has a bias"""
     momentum: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | Default = 0.1
-    eps: Positive | Default = 1e-5  # BatchNorm, LayerNorm
+    """BatchNorm: the new batch's weight in the running statistics, or default (the framework's)"""
+    eps: Positive | Default = 1e-5
+    """BatchNorm, LayerNorm: added to the variance, or default (the framework's)"""
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -99,12 +110,17 @@ ClearMode = Literal["default", "none", "zeros"]
 
 class Model(_Strict):
     layers: dict[str, Layer]
-    # Layers named in `contained` are held in `container`; the others are plain attributes.
+    """the layers by name, in declaration order"""
     container: Container = "attributes"
+    """what holds the layers named in `contained` (the others are plain attributes of the model)"""
     contained: list[str] = []
-    frozen: list[str] = []        # "layer" or "layer.param": marked not trainable
-    detach_after: list[str] = []  # outputs of these layers pass through stop_gradient / detach
-    image_size: int = Field(4, ge=1, le=16)  # height and width of the images a conv2d path starts with
+    """layers held in `container`"""
+    frozen: list[str] = []
+    """"layer" or "layer.param": marked not trainable the framework's way when the model is built"""
+    detach_after: list[str] = []
+    """layers whose output passes through stop_gradient / detach"""
+    image_size: int = Field(4, ge=1, le=16)
+    """height and width of the images a conv2d path starts with"""
 
     def spec(self, layer: str) -> Layer:
         """The layer's own spec, or for a tie the spec of the layer it ties to."""
@@ -117,19 +133,30 @@ class Model(_Strict):
 
 class Optimizer(_Strict):
     name: Literal["sgd", "momentum", "adam", "adamw"]
+    """the optimizer as each framework's users build it"""
     lr: NonNegative | Default = 0.1
-    weight_decay: NonNegative | Default = 0.0  # coupled L2 for sgd/momentum/adam, decoupled for adamw
+    """learning rate, or default (the framework's)"""
+    weight_decay: NonNegative | Default = 0.0
+    """coupled L2 for sgd, momentum and adam, decoupled for adamw; or default"""
     momentum: DecayRate | Default = 0.9
+    """momentum: the heavy-ball coefficient, or default"""
     betas: tuple[DecayRate, DecayRate] | Default = (0.9, 0.999)
+    """adam, adamw: the moments' decay rates, or default"""
     eps: Positive | Default = 1e-8
-    # default: the framework's idiomatic parameter collection of the model;
-    # all: every piece of model state, BatchNorm statistics included; or explicit names.
+    """adam, adamw: epsilon, or default"""
     params: Union[Literal["default", "all"], list[str]] = "default"
-    regularizers: dict[str, NonNegative] = {}  # per-parameter decay coefficient, overrides weight_decay
-    no_decay: list[str] = []  # excluded from weight decay the framework's own way (groups, exclude lists)
+    """default: the framework's idiomatic parameter collection of the model; all: every piece of model
+    state, BatchNorm statistics included; or these parameters by name"""
+    regularizers: dict[str, NonNegative] = {}
+    """per-parameter decay coefficient, replacing weight_decay for that parameter"""
+    no_decay: list[str] = []
+    """parameters excluded from weight decay the framework's own way (parameter groups, exclude lists)"""
     clip_global_norm: Positive | None = None
-    clip_norm: Positive | None = None  # each gradient clipped to this L2 norm on its own
-    no_clip: list[str] = []  # left out of clipping (and of the global norm): Paddle's need_clip=False
+    """clip the gradients to this global L2 norm before the update"""
+    clip_norm: Positive | None = None
+    """clip each gradient to this L2 norm on its own"""
+    no_clip: list[str] = []
+    """parameters left out of clipping and of the global norm (Paddle's need_clip=False)"""
 
     @model_validator(mode="after")
     def _one_clipping(self):
@@ -142,17 +169,26 @@ class Optimizer(_Strict):
 
 class Step(_Strict):
     path: list[str] = Field(min_length=1)
-    batch: int | None = Field(None, ge=0)  # input batch index; default: the step's index
-    clear: bool = True        # clear gradients before this step
+    """the layers the forward runs, in order"""
+    batch: int | None = Field(None, ge=0)
+    """the input batch's index (default: the step's index)"""
+    clear: bool = True
+    """clear gradients before this step"""
     backward: bool = True
+    """back-propagate the loss"""
     update: bool = True
+    """take an optimizer step"""
     train: bool = True
+    """train mode (else eval) for the forward"""
     repeat: int = Field(1, ge=1, le=1000)
-    # before this step, once the optimizer exists (a fine-tuning schedule): layers or parameters to
-    # mark not trainable / trainable again; a layer name uses the framework's layer-level switch
+    """run this step so many times"""
     freeze: list[str] = []
+    """before this step, once the optimizer exists: layers (the framework's layer-level switch) or
+    parameters to mark not trainable, as a fine-tuning schedule does"""
     unfreeze: list[str] = []
-    lr: NonNegative | None = None  # the learning rate from this step on (a schedule)
+    """before this step: layers or parameters to mark trainable again"""
+    lr: NonNegative | None = None
+    """the learning rate from this step on (a schedule)"""
 
 
 GradCheck = Literal["none", "zero", "none_or_zero", "nonzero", "reference"]
@@ -161,17 +197,24 @@ ValueCheck = Literal["unchanged", "changed", "reference"]
 
 class Expect(_Strict):
     step: Union[int, list[int], Literal["all", "last"], None] = None
+    """the step (index, negative from the end), steps, all or last that grad, value and loss look at"""
     grad: dict[str, GradCheck] = {}
+    """per parameter, its gradient after backward: none, zero, none_or_zero, nonzero or reference (the oracle's)"""
     value: dict[str, ValueCheck] = {}
+    """per parameter or statistic, its value after the step: unchanged, changed or reference"""
     loss: Literal["reference"] | None = None
-    # two steps (forward-only, same batch, nothing updated between) whose losses must differ: a
-    # dropout layer active in the first and not in the second shows that way
+    """the step's loss equals the oracle's"""
     loss_differs: tuple[int, int] | None = None
-    in_optimizer: dict[str, int] = {}  # how many times the optimizer holds each parameter
+    """two steps (forward-only, same batch, nothing updated between) whose losses must differ: a dropout
+    layer active in the first and not in the second shows that way"""
+    in_optimizer: dict[str, int] = {}
+    """how many times the optimizer holds each parameter"""
     trainable: dict[str, bool] = {}
-    # does the update program apply weight decay to the parameter (read where a run builds one)
+    """whether the framework regards each parameter as trainable"""
     decayed: dict[str, bool] = {}
+    """whether the update program applies weight decay to the parameter (read where a run builds one)"""
     when: dict[str, Union[str, list[str]]] = {}
+    """only for the instances whose matrix or variant axes have these values"""
 
     @model_validator(mode="after")
     def _step_needed(self):
@@ -194,25 +237,40 @@ Axis = Annotated[list, Field(min_length=1), AfterValidator(_distinct)]  # empty 
 
 class Tolerance(_Strict):
     rtol: NonNegative = 1e-4
+    """relative tolerance of reference checks"""
     atol: NonNegative = 1e-5
+    """absolute tolerance of reference checks"""
 
 
 class Case(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    """unique, lowercase words joined by hyphens"""
     title: str
+    """one line: what the case asks"""
     references: list[HttpUrl] = Field(min_length=1)
+    """the pages and issues the case rests on"""
     matrix: dict[Literal["optimizer", "clear", "params", "container"], Axis] = {}
-    # Named override sets, one instance each: {name: {dotted.field: value}}
+    """axes whose values each make an instance: optimizer (name), clear, params, container"""
     variants: dict[str, dict[str, object]] = {}
+    """named override sets, one instance each: {name: {dotted.field: value}}"""
     model: Model
+    """the tiny model"""
     optimizer: Optimizer
+    """the optimizer over it"""
     clear: ClearMode = "default"
-    seed: int = Field(0, ge=0)  # numpy refuses negative seeds
-    batch_size: int = Field(8, ge=2, le=4096)  # BatchNorm's unbiased variance needs 2
+    """how gradients are cleared: the framework's default call, or explicitly to none or zeros"""
+    seed: int = Field(0, ge=0)
+    """fixes the initial values and the batches"""
+    batch_size: int = Field(8, ge=2, le=4096)
+    """samples per batch (BatchNorm's unbiased variance needs 2)"""
     tolerance: Tolerance = Tolerance()
-    timeout: float | None = Field(None, gt=0, le=3600, allow_inf_nan=False)  # seconds; overrides the run's default
+    """of the reference checks"""
+    timeout: float | None = Field(None, gt=0, le=3600, allow_inf_nan=False)
+    """seconds; overrides the run's per-case limit"""
     steps: list[Step] = Field(min_length=1, max_length=1000)
+    """the schedule"""
     expect: list[Expect] = Field(min_length=1)
+    """the checks on what was observed"""
 
     def _no_reference_after_dropout(self, n_steps: int):
         """A train-mode dropout draws its own random mask: no framework's matches the oracle's, so

@@ -4,10 +4,18 @@ import pytest
 from conformance import results
 from conformance.engine.contract import check_run, load_expected
 from conformance.spec import SpecError
-from conftest import INSTANCES, env, record
+from conftest import INSTANCES, env
+from conftest import record as bare_record
 
 IDS = [i.id for i in INSTANCES]
 DOC_LINK = "https://example.org/doc"
+
+
+def record(inst, verdict="conform", **kw):
+    """A case record with one check, as the engine writes every conform or divergent case."""
+    kw.setdefault("checks", [results.CheckRecord(check="value a @ step 0", expected="changed", observed="changed",
+                                                 held=verdict == "conform")])
+    return bare_record(inst, verdict, **kw)
 
 
 def variant(name, link=DOC_LINK):
@@ -92,6 +100,10 @@ def test_entries_are_scoped_by_version_and_run(tmp_path):
     assert check_run(doc, entries, IDS) != []  # the run is 2.0
     assert check_run(doc.model_copy(update={"environment": doc.environment.model_copy(
         update={"framework_version": "1.5"})}), entries, IDS) == []
+
+
+def test_a_verdict_without_checks_fails():
+    assert check_run(run(record(FIRST, checks=[])), [], IDS) == [f"{FIRST.id}: conform with no check recorded"]
 
 
 def test_an_incomplete_or_partial_run_fails():
