@@ -1,7 +1,9 @@
 """Graph mode of the paddle adapter (--mode graph), its two backends:
 
-"to_static" (ToStatic): the loop around `paddle.jit.to_static(layer)` (SOT, Paddle 3's default), one
-    small Layer per step path, the optimizer step in dygraph as the to_static docs show.
+"to_static" (ToStatic): the loop around `paddle.jit.to_static(layer)`, called as its users call it
+    (no full_graph: the translator the installed version picks by default, SOT in Paddle 2.6 and 3.x on
+    Python 3.8-3.11), one small Layer per step path, the optimizer step in dygraph as the to_static
+    docs show.
 "static" (StaticProgram): the static-graph program of the Fluid reports: `paddle.enable_static()`, a
     Program of paddle.static.data + the same layers, `optimizer.minimize(loss)`, an Executor; and the
     one observation only such a program gives, which parameters its update ops decay (`decayed`).
@@ -50,28 +52,64 @@ def _compiled_node(name: str) -> bool:
     return name in ("Dy2StGradNode", "GradNodeBase")
 
 
+# Every code object SOT generated for an earlier case of this process, kept alive (see _fresh_sot).
+_RETIRED_CODES: list = []
+
+
+def _fresh_sot():
+    """Each case is a user program of its own, but the worker runs every case of a run in one process:
+    SOT's per-process state is started afresh for each case, as it is for a new program.
+
+    - OpcodeExecutorCache: SOT keys its translations by the code of _Path.forward, shared by every
+      case, and guards them by id() of the layers; past MAX_CACHE_SIZE (20) translations of one code it
+      silently runs dygraph. Cleared.
+    - StepInfoManager: SOT marks the code it generates as holding a graph only during the first
+      BACK_TRACE_STEPS (20) calls of a converted function, counted per code of _Path.forward over the
+      process; a generated code never marked runs as plain dygraph from its 10th call on (the C++
+      CodeStatus). Reset, so a case's first calls mark its codes as a new program's first calls do.
+    - CodeStatus (C++; no Python binding clears it) keys that state by the code object's address: a
+      code generated for this case at the address of a freed one inherits the freed one's state, and
+      one marked "without graph" runs dygraph from its first call (Paddle 2.6.2: a few dozen cases
+      of a run, a different few each time, fell back so). The generated codes of earlier cases are
+      kept alive, so no address is reused.
+    The output of every call is still checked to come from a compiled program (_compiled_path)."""
+    from paddle.jit.sot.opcode_translator.custom_code import CustomCode
+    from paddle.jit.sot.opcode_translator.executor.executor_cache import OpcodeExecutorCache
+    from paddle.jit.sot.utils import StepInfoManager
+
+    def generated(entry):  # the cache's values: lists (2.6) or (list, guard tree) pairs (3.x) of CustomCode
+        if isinstance(entry, CustomCode):
+            yield entry.code
+        elif isinstance(entry, (list, tuple)):
+            for item in entry:
+                yield from generated(item)
+
+    cache = OpcodeExecutorCache()
+    _RETIRED_CODES.extend(code for code in generated(list(cache.cache.values())) if code is not None)
+    cache.clear()
+    StepInfoManager().step_record.clear()
+
+
 class ToStatic:
     """backend "to_static": the dygraph loop with each step path compiled by paddle.jit.to_static."""
 
     def _start_to_static(self):
         self.compiled = {}  # one compiled Layer per step path, within this case only
-        # SOT keys its translations by the code of _Path.forward, shared by every case; past
-        # MAX_CACHE_SIZE (20) translations it silently runs dygraph: start each case afresh
-        from paddle.jit.sot.opcode_translator.executor.executor_cache import OpcodeExecutorCache
-        OpcodeExecutorCache().clear()
+        _fresh_sot()
 
     def _compiled_path(self, path, x):
-        """to_static of the step's path. SOT (full_graph=False, Paddle 3's default) runs a graph of
-        fewer than MIN_GRAPH_SIZE (10) ops as plain dygraph without a word, and these paths are a few
-        ops: the guard lowers it to 0, and STRICT_MODE makes an unsupported frame raise instead of
-        falling back. Each output is then checked to come from the compiled program."""
+        """to_static of the step's path, with the installed version's default translator. SOT runs a
+        graph of fewer than MIN_GRAPH_SIZE (10) ops as plain dygraph without a word, and these paths
+        are a few ops: the guard lowers it to 0, and STRICT_MODE makes an unsupported frame raise
+        instead of falling back (both act on SOT only). Each output is then checked to come from the
+        compiled program."""
         from paddle.jit.sot.utils import min_graph_size_guard, strict_mode_guard
         key = tuple(path)
         if key not in self.compiled:
             flatten = layer_kinds.flatten_before(self.model, path)
             layer = _Path([self.layers[n] for n in path], [n in self.model.detach_after for n in path],
                           [i in flatten for i in range(len(path))])
-            self.compiled[key] = paddle.jit.to_static(layer, full_graph=False)
+            self.compiled[key] = paddle.jit.to_static(layer)  # as a user calls it: the default translator
         with min_graph_size_guard(0), strict_mode_guard(True):
             y = self.compiled[key](x)
         node = y.grad_fn.name() if y.grad_fn is not None else None

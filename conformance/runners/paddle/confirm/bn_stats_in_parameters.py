@@ -21,9 +21,11 @@ def test_running_stats_are_parameters():
     bn = paddle.nn.BatchNorm1D(3)
     names = [n for n, _ in bn.named_parameters()]
     trainable = [p.trainable for p in bn.parameters()]
-    print(f"BatchNorm1D(3).named_parameters(): {names}, trainable: {trainable}")
+    stop_gradient = [p.stop_gradient for p in bn.parameters()]
+    print(f"BatchNorm1D(3).named_parameters(): {names}, trainable: {trainable}, stop_gradient: {stop_gradient}")
     assert names == ["weight", "bias", "_mean", "_variance"]
     assert trainable == [True, True, False, False]
+    assert stop_gradient == [False, False, True, True]
 
 
 def test_optimizer_holds_them_and_never_steps_them():

@@ -94,6 +94,25 @@ def test_adamw_keeps_decay_under_zero_regularizer():
     check_adamw(0.0)
 
 
+def test_adamw_parameter_group_decay_replaces_weight_decay():
+    """The scope: a parameter group's own weight_decay does replace AdamW's, decoupled, with no coupled
+    part: the per-parameter regularizer is the way that adds up."""
+    lin = paddle.nn.Linear(3, 2, bias_attr=False)
+    lin.weight.set_value(W0)
+    opt = paddle.optimizer.AdamW(learning_rate=LR, weight_decay=WD,
+                                 parameters=[{"params": lin.parameters(), "weight_decay": 0.3}])
+    for x in XS:
+        lin(paddle.to_tensor(x)).pow(2).mean().backward()
+        opt.step()
+        opt.clear_grad()
+    got = lin.weight.numpy().astype(np.float64)
+    replaced = np.abs(got - numpy_adamw(0.3, 0.0)).max()
+    print(f"AdamW(weight_decay={WD}) with the parameter group {{'weight_decay': 0.3}}: "
+          f"|paddle - (decoupled 0.3 alone)| = {replaced:.2e}")
+    assert np.allclose(got, numpy_adamw(0.3, 0.0), atol=2e-6)
+    assert not np.allclose(got, numpy_adamw(WD, 0.3), atol=1e-4)
+
+
 def test_sgd_regularizer_replaces_weight_decay():
     """The scope: where the optimizer's decay is coupled (SGD), the ParamAttr regularizer replaces it,
     with gradient coeff * w (L2Decay's documented 0.5 factor is on the loss)."""
@@ -115,5 +134,6 @@ if __name__ == "__main__":
     print("paddle", paddle.__version__)
     test_adamw_keeps_decay_and_adds_regularizer()
     test_adamw_keeps_decay_under_zero_regularizer()
+    test_adamw_parameter_group_decay_replaces_weight_decay()
     test_sgd_regularizer_replaces_weight_decay()
     print("confirmed: regularizer-adds-to-decoupled-decay")
