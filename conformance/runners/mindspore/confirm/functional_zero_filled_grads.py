@@ -42,7 +42,8 @@ def test_layer_left_out_and_never_used_get_zeros_and_still_move():
     x, t = data()
     seen = []
     for label, make in (("SGD(weight_decay=0.01)", lambda p: nn.SGD(p, learning_rate=0.1, weight_decay=0.01)),
-                        ("Momentum(momentum=0.9)", lambda p: nn.Momentum(p, learning_rate=0.1, momentum=0.9))):
+                        ("Momentum(momentum=0.9)", lambda p: nn.Momentum(p, learning_rate=0.1, momentum=0.9)),
+                        ("Adam", lambda p: nn.Adam(p, learning_rate=0.1))):
         net = ThreeLayers()
         opt = make(net.trainable_params())
         full = ms.value_and_grad(lambda x, t: ((net.b(net.a(x)) - t) ** 2).mean(), None, opt.parameters)
@@ -55,7 +56,7 @@ def test_layer_left_out_and_never_used_get_zeros_and_still_move():
         moved_a = np.abs(net.a.weight.asnumpy() - a0).max()
         moved_spare = np.abs(net.spare.weight.asnumpy() - spare0).max()
         seen.append(f"{label}: a.weight moved {moved_a:.2e}, never-used spare.weight {moved_spare:.2e}")
-        assert moved_a > 0  # decay (SGD) or momentum (Momentum) moves the layer left out of the step
+        assert moved_a > 0  # decay (SGD) or the moments (Momentum, Adam) move the layer left out of the step
         if label.startswith("SGD"):
             assert moved_spare > 0  # decay moves the never-used layer too
     print("left out / never used, zero gradients; " + "; ".join(seen))
@@ -84,6 +85,7 @@ def test_layer_behind_stop_gradient_gets_zeros_and_is_decayed():
     print(f"behind ops.stop_gradient: a.weight gradient all zeros={all_zeros(g['a.weight'])}; "
           f"moved by decay {moved:.2e}")
     assert all_zeros(g["a.weight"]) and moved > 0
+    assert np.allclose(net.a.weight.asnumpy(), before * (1 - 0.1 * 0.01), rtol=1e-6)  # by decay alone
 
 
 class FrozenAndStats(nn.Cell):
@@ -101,9 +103,11 @@ def test_frozen_parameter_and_bn_statistics_in_optimizer_get_zeros_and_are_decay
     x, t = data()
     net = FrozenAndStats()
     net.a.weight.requires_grad = False
+    assert "a.weight" not in [p.name for p in net.trainable_params()]  # requires_grad=False hides it there only
     net.bn.moving_mean.set_data(ms.Tensor(np.full(4, 0.5, np.float32)))
     # get_parameters(): all state, the frozen weight and BatchNorm's moving statistics included
     opt = nn.SGD(net.get_parameters(), learning_rate=0.1, weight_decay=0.1)
+    assert {"a.weight", "bn.moving_mean", "bn.moving_variance"} <= {p.name for p in opt.parameters}
     grad_fn = ms.value_and_grad(lambda x, t: ((net(x) - t) ** 2).mean(), None, opt.parameters)
     net.set_train(False)  # eval: BatchNorm itself leaves its statistics alone
     w0, m0 = net.a.weight.asnumpy().copy(), net.bn.moving_mean.asnumpy().copy()
@@ -115,6 +119,7 @@ def test_frozen_parameter_and_bn_statistics_in_optimizer_get_zeros_and_are_decay
     print(f"frozen a.weight and bn.moving_mean in the optimizer: zero gradients; a.weight moved {dw:.2e}, "
           f"moving_mean moved {dm:.2e} in an eval step (decay 0.1 * 0.1 * 0.5 = 5e-3)")
     assert dw > 0 and np.isclose(dm, 5e-3, rtol=1e-4)
+    assert np.allclose(net.a.weight.asnumpy(), w0 * (1 - 0.1 * 0.1), rtol=1e-6)  # by decay alone
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 MindSpore: Cell.set_train() reaches registered cells only, and a Cell starts with training=False, so a
 BatchNorm kept in a plain list, dict or tuple never enters train mode: it normalizes with its moving
-statistics and never updates them (nn.CellList registers it). The reference semantics switch every layer
-the model holds to train mode.
+statistics and never updates them (nn.CellList and nn.CellDict register it). The reference semantics
+switch every layer the model holds to train mode.
 
 Upstream: https://mindspore.cn/docs/api/en/r1.3/api_python/nn/mindspore.nn.CellList.html
 """
@@ -14,7 +14,8 @@ import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-CONTAINERS = {"list": list, "tuple": tuple, "dict": lambda cells: dict(zip("a", cells)), "CellList": nn.CellList}
+CONTAINERS = {"list": list, "tuple": tuple, "dict": lambda cells: dict(zip("a", cells)), "CellList": nn.CellList,
+              "CellDict": lambda cells: nn.CellDict(dict(zip("a", cells)))}
 
 
 class Net(nn.Cell):
@@ -24,7 +25,7 @@ class Net(nn.Cell):
         self.norms = CONTAINERS[kind]([nn.BatchNorm1d(3)])
 
     def bn(self):
-        return self.norms["a"] if self.kind == "dict" else self.norms[0]
+        return self.norms["a"] if self.kind in ("dict", "CellDict") else self.norms[0]
 
     def construct(self, x):
         return self.bn()(x)
@@ -50,7 +51,8 @@ def test_batchnorm_in_plain_container_stays_in_inference_mode():
         for kind, (training, moved, stats) in seen.items()))
     for kind in ("list", "tuple", "dict"):
         assert seen[kind] == (False, False, "moving"), kind
-    assert seen["CellList"] == (True, True, "batch")  # registered: set_train reaches it
+    for kind in ("CellList", "CellDict"):
+        assert seen[kind] == (True, True, "batch"), kind  # registered: set_train reaches it
 
 
 if __name__ == "__main__":

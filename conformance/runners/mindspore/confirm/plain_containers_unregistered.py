@@ -17,7 +17,9 @@ import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-CONTAINERS = {"list": list, "tuple": tuple, "dict": lambda cells: dict(zip("ab", cells)), "CellList": nn.CellList}
+CONTAINERS = {"list": list, "tuple": tuple, "dict": lambda cells: dict(zip("ab", cells)), "CellList": nn.CellList,
+              "CellDict": lambda cells: nn.CellDict(dict(zip("ab", cells)))}
+KEYED = ("dict", "CellDict")
 
 
 class Net(nn.Cell):
@@ -50,8 +52,8 @@ def test_cells_in_plain_containers_are_invisible_to_the_optimizer():
     x, t = data()
     seen = {}
     for kind in CONTAINERS:
-        net = DictNet(kind) if kind == "dict" else Net(kind)
-        first = list(net.blocks.values() if kind == "dict" else net.blocks)[0]
+        net = DictNet(kind) if kind in KEYED else Net(kind)
+        first = list(net.blocks.values() if kind in KEYED else net.blocks)[0]
         opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
         grad_fn = ms.value_and_grad(lambda x, t: ((net(x) - t) ** 2).mean(), None, opt.parameters)
         w0 = first.weight.asnumpy().copy()
@@ -64,8 +66,9 @@ def test_cells_in_plain_containers_are_invisible_to_the_optimizer():
     for kind in ("list", "tuple", "dict"):
         names, name, moved = seen[kind]
         assert names == ["head.weight", "head.bias"] and name == "weight" and not moved, kind
-    names, name, moved = seen["CellList"]
-    assert len(names) == 6 and name == "blocks.0.weight" and moved  # registered: found and trained
+    for kind, first_name in (("CellList", "blocks.0.weight"), ("CellDict", "blocks.a.weight")):
+        names, name, moved = seen[kind]
+        assert len(names) == 6 and name == first_name and moved, kind  # registered: found and trained
 
 
 def test_graph_mode_refuses_two_unregistered_cells():
