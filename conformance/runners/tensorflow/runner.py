@@ -151,7 +151,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
         # Keras drops (None, variable) pairs with a "Gradients do not exist" warning (Keras 2 logs it
         # through TF's logger): observed and reported by the tests, kept out of the progress output
         tf.get_logger().addFilter(lambda record: "Gradients do not exist" not in record.getMessage())
-        if mode == "graph":
+        if self.mode == "graph":
             graph.quiet_retracing()
 
     @staticmethod

@@ -81,8 +81,9 @@ def test_layer_switch_runs_inference_under_fit():
     loss = model.fit(X, T, batch_size=8, epochs=1, shuffle=False, verbose=0).history["loss"][0]
     _, inference_loss, _ = train_step(nothing, training=False)
     print(f"fit with bn.trainable = False: loss {loss:.5f} (inference {inference_loss:.5f}), "
-          f"moving_mean {bn.moving_mean.numpy()}")
+          f"moving_mean {bn.moving_mean.numpy()}, moving_variance {bn.moving_variance.numpy()}")
     assert np.isclose(loss, inference_loss, rtol=1e-5) and not np.any(bn.moving_mean.numpy())
+    assert np.all(bn.moving_variance.numpy() == 1.0)
 
 
 def test_freezing_gamma_and_beta_one_by_one_keeps_training_mode():

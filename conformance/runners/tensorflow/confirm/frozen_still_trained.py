@@ -51,32 +51,36 @@ def step_with_frozen():
         b.kernel.trainable = False
     params = [a.kernel, a.bias, b.kernel, b.bias]
     listed = [any(v is p for v in a.trainable_weights + b.trainable_weights) for p in params]
+    # the tf.Variables behind the weights (Keras 2: the weights themselves): the tape watches the trainable ones
+    backing = [bool((v if KERAS2 else v.value).trainable) for v in params]
     before = [np.asarray(v).copy() for v in params]
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(tf.square(b(a(tf.ones((8, 4)))) - 1.0))
     grads = tape.gradient(loss, params)
     keras.optimizers.SGD(0.1, weight_decay=0.05).apply_gradients(zip(grads, params))
     moved = [not np.array_equal(x, np.asarray(v)) for x, v in zip(before, params)]
-    return listed, [g is not None for g in grads], moved
+    return listed, [g is not None for g in grads], moved, backing
 
 
 def test_layer_frozen_with_the_layer_switch_gets_gradient_and_is_trained():
-    listed, has_grad, moved = step_with_frozen()
-    print(f"a.trainable = False: a.kernel in trainable_weights {listed[0]}, gradient {has_grad[0]}, "
-          f"updated {moved[0]} (a.bias: {listed[1]}, {has_grad[1]}, {moved[1]})")
+    listed, has_grad, moved, backing = step_with_frozen()
+    print(f"a.trainable = False: a.kernel in trainable_weights {listed[0]}, its tf.Variable trainable {backing[0]}, "
+          f"gradient {has_grad[0]}, updated {moved[0]} (a.bias: {listed[1]}, {backing[1]}, {has_grad[1]}, {moved[1]})")
     assert not listed[0] and not listed[1]  # out of the trainable collection...
+    assert backing[0] and backing[1]  # ...the tf.Variables left trainable...
     assert has_grad[0] and moved[0] and has_grad[1] and moved[1]  # ...and still trained
 
 
 def test_one_frozen_weight():
-    listed, has_grad, moved = step_with_frozen()
+    listed, has_grad, moved, backing = step_with_frozen()
     how = "add_weight(trainable=False) (Keras 2)" if KERAS2 else "b.kernel.trainable = False (Keras 3)"
-    print(f"{how}: b.kernel in trainable_weights {listed[2]}, gradient {has_grad[2]}, updated {moved[2]}")
+    print(f"{how}: b.kernel in trainable_weights {listed[2]}, its tf.Variable trainable {backing[2]}, "
+          f"gradient {has_grad[2]}, updated {moved[2]}")
     assert not listed[2]
     if KERAS2:  # a non-trainable tf.Variable: no per-weight switch to test on Keras 2
-        assert not has_grad[2] and not moved[2]
-    else:
-        assert has_grad[2] and moved[2]
+        assert not backing[2] and not has_grad[2] and not moved[2]
+    else:  # the per-weight switch leaves its tf.Variable trainable
+        assert backing[2] and has_grad[2] and moved[2]
 
 
 if __name__ == "__main__":
