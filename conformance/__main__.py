@@ -47,11 +47,19 @@ class Interrupted(BaseException):
         self.status = 128 + signum
 
 
+def _printable(line: str) -> str:
+    """A line as the terminal shows it safely: control characters (escape sequences, carriage
+    returns, a line break inside a reason or a name) and what cannot be encoded appear escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line).encode(
+        "utf-8", "backslashreplace").decode("utf-8")
+
+
 def _say(text: str, stream=None) -> None:
-    """Print one line; a reader that went away (`run ... | head`) must not stop the run."""
+    """Print; a reader that went away (`run ... | head`) must not stop the run. Each line of `text`
+    is shown printable: adapter messages, reasons, ids and titles come from outside."""
     stream = stream or sys.stdout
     try:
-        print(text, file=stream, flush=True)
+        print("\n".join(_printable(line) for line in str(text).split("\n")), file=stream, flush=True)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)  # later lines and the exit's flush go nowhere
         os.dup2(devnull, stream.fileno())
@@ -334,21 +342,26 @@ def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Ru
         return True
 
     def on_result(record):
-        nonlocal ran, saved_at
+        nonlocal ran
         doc.cases.append(record)
         ran += 1
         tag = record.verdict + (" (documented)" if record.documented else
                                 " (explained)" if record.explained_by else "")
         line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
         _say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
-        if time.monotonic() - saved_at > SAVE_EVERY:
+        save_if_due()
+
+    def save_if_due():
+        """Finished cases reach the file within SAVE_EVERY seconds, also while a slow case runs."""
+        nonlocal saved_at
+        if len(doc.cases) > in_file and time.monotonic() - saved_at > SAVE_EVERY:
             save()
             saved_at = time.monotonic()
 
     stopped = None
     try:
         try:
-            run_isolated(workers[0], new_worker, todo, variants, args.timeout, on_result)
+            run_isolated(workers[0], new_worker, todo, variants, args.timeout, on_result, save_if_due)
         finally:
             disarm()  # a signal from here on must not cut short the save; one before it is caught below
     except (Interrupted, WorkerFailed) as exc:

@@ -9,30 +9,41 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError
 
 from .oracle.known import KnownVariant
 from .run import Run
 from .spec import spec_hash
 
 SCHEMA_VERSION = 2
+MAX_TEXT = 2000  # characters of any one string a results file keeps (a reason, a check, a name)
+
+
+def _text(value: str) -> str:
+    """Every string that goes into a results file came from an adapter, a worker process or a file
+    name: made valid UTF-8 (a lone surrogate, e.g. from a file name that is not UTF-8, becomes its
+    \\udcXX escape, so a save never fails on it) and cut to MAX_TEXT characters."""
+    value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value if len(value) <= MAX_TEXT else value[:MAX_TEXT - 1] + "…"
+
+
+Text = Annotated[str, AfterValidator(_text)]
 
 
 class VariantRecord(BaseModel):
     """A semantic variant of the framework's profile (runners/<framework>/known.yaml) as this run used it."""
-    name: str
-    versions: str = ""
-    modes: list[str] = []   # empty: every mode
-    apis: list[str] = []    # empty: every api
-    backends: list[str] = []  # empty: every backend
-    reason: str
-    link: str | None        # None: no upstream page states it
-    snippet: str            # the standalone script that confirms it
-
-    devices: list[str] = []  # empty: every device
+    name: Text
+    versions: Text = ""
+    modes: list[Text] = []   # empty: every mode
+    apis: list[Text] = []    # empty: every api
+    backends: list[Text] = []  # empty: every backend
+    reason: Text
+    link: Text | None        # None: no upstream page states it
+    snippet: Text            # the standalone script that confirms it
+    devices: list[Text] = []  # empty: every device
 
     @classmethod
     def of(cls, known: KnownVariant) -> "VariantRecord":
@@ -46,31 +57,31 @@ class Explanation(BaseModel):
 
 
 class CheckRecord(BaseModel):
-    check: str
-    expected: str
-    observed: str
+    check: Text
+    expected: Text
+    observed: Text
     held: bool
 
 
 class CaseRecord(BaseModel):
-    id: str
-    base_id: str
-    topic: str
-    title: str
-    references: list[str]
-    axes: dict[str, str]
-    source: str
+    id: Text
+    base_id: Text
+    topic: Text
+    title: Text
+    references: list[Text]
+    axes: dict[Text, Text]
+    source: Text
     verdict: Literal["conform", "divergence", "error", "unsupported"]
-    reason: str | None = None  # one line: the failed check, the error or why unsupported
+    reason: Text | None = None  # one line: the failed check, the error or why unsupported
     # a divergence the oracle reproduces under the profile's variants, each with an upstream link
     documented: Explanation | None = None
     # reproduced too, but needing a variant no upstream page states (link: null)
     explained_by: Explanation | None = None
     # the first check the framework's profile does not reproduce; None when it reproduces them all
     # (on a conform case: the profile predicted a divergence that did not happen)
-    unexplained: str | None = None
+    unexplained: Text | None = None
     checks: list[CheckRecord] = []
-    unobserved: list[str] = []  # checks this run cannot observe (a trainer's gradients)
+    unobserved: list[Text] = []  # checks this run cannot observe (a trainer's gradients)
     duration_s: float
 
     @property
@@ -87,19 +98,19 @@ class CaseRecord(BaseModel):
 
 
 class Environment(BaseModel):
-    framework: str
-    framework_version: str
-    device: str
-    mode: str
-    api: str = "loop"  # the hand-written training loop; a framework's own trainer is another api
-    backend: str = ""  # what compiled the graph in graph mode (torch.compile's backend, ...)
-    python: str
-    numpy: str
-    platform: str
-    suite_sha: str
-    spec_hash: str
-    started: str
-    finished: str | None = None
+    framework: Text
+    framework_version: Text
+    device: Text
+    mode: Text
+    api: Text = "loop"  # the hand-written training loop; a framework's own trainer is another api
+    backend: Text = ""  # what compiled the graph in graph mode (torch.compile's backend, ...)
+    python: Text
+    numpy: Text
+    platform: Text
+    suite_sha: Text
+    spec_hash: Text
+    started: Text
+    finished: Text | None = None
 
     @property
     def run(self) -> Run:
@@ -115,7 +126,7 @@ class Results(BaseModel):
     cases: list[CaseRecord] = []
     # the instance ids the run was asked for (-k, --case); None: the whole spec. `complete` means all
     # of them are recorded and the run was not interrupted.
-    asked: list[str] | None = None
+    asked: list[Text] | None = None
 
     def summarize(self) -> dict[str, int]:
         self.summary = dict(Counter(c.verdict for c in self.cases))

@@ -30,7 +30,7 @@ def report_dir(tmp_path):
     torch_cases[0] = record(INSTANCES[0], "divergence", reason="<script>alert(1)</script>",
                             documented=results.Explanation(variants=[results.VariantRecord(
                                 name="plain-containers-unregistered", reason="because",
-                                link="https://example.org/doc", snippet="conformance/runners/torch/confirm/confirm_torch.py")]),
+                                link="https://example.org/doc", snippet="conformance/runners/torch/confirm/plain_containers_unregistered.py")]),
                             checks=[results.CheckRecord(check="value x @ step 1", expected="unchanged",
                                                         observed="changed by max 1e-3", held=False)])
     torch_cases[1] = record(INSTANCES[1], "error", reason="crashed: SIGSEGV")
@@ -40,14 +40,13 @@ def report_dir(tmp_path):
                                   profile=torch_cases[0].documented.variants), res / "torch.json")
     (res / "paddle.json").write_text('{"schema_version": 1, "oops": true}')
     counter = results.VariantRecord(name="adam-shared-step-counter", reason="shared iterations", link=None,
-                                    snippet="conformance/runners/tensorflow/confirm/snip_adam_global_step.py")
+                                    snippet="conformance/runners/tensorflow/confirm/adam_shared_step_counter.py")
     tf_cases = [record(i) for i in INSTANCES[:5]]
     tf_cases[4] = record(INSTANCES[4], "divergence", reason="resumes late",
                          explained_by=results.Explanation(variants=[counter]))
     results.write(results.Results(complete=False, environment=env("tensorflow", "2.21.0"), cases=tf_cases,
                                   profile=[counter]), res / "tensorflow.json")
     return out
-
 
 
 def write_asv(root, values):
@@ -61,33 +60,3 @@ def write_asv(root, values):
     (root / "machine1" / "abc-existing.json").write_text(json.dumps({
         "result_columns": ["result", "params"], "date": 1, "env_name": "existing",
         "results": {name: [values, params]}}))
-
-
-
-
-def profile_gaps(doc) -> tuple[list[str], list[str]]:
-    """What a full run shows the framework's profile (its known variants) failing to account for:
-    instances whose observation the oracle under the profile does not reproduce (an undocumented
-    divergence, or a conform case the profile wrongly predicts to diverge), and variants that no
-    divergence needed (stale, mistyped or wider than the evidence)."""
-    unexplained = sorted(f"{c.id}: {c.unexplained}" for c in doc.cases if c.unexplained)
-    used = {v.name for c in doc.cases for e in (c.documented, c.explained_by) if e for v in e.variants}
-    return unexplained, [v.name for v in doc.profile if v.name not in used]
-
-
-def explained_undocumented(doc) -> set[str]:
-    """Divergences reproduced only with a variant no upstream page states (link: null)."""
-    return {c.id for c in doc.cases if c.explained_by}
-
-
-def lacking(case) -> str | None:
-    """The spec feature (schema.FEATURES) an unsupported case needs and the adapter does not
-    express, from the engine's reason; None for any other case."""
-    from conformance.spec import FEATURES
-    if case.verdict != "unsupported" or " adapter does not express " not in case.reason:
-        return None
-    return next(f for f, what in FEATURES.items() if case.reason.endswith(f"does not express {what}"))
-
-
-def missing_features(doc) -> set[str]:
-    return {f for c in doc.cases if (f := lacking(c))}

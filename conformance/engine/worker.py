@@ -12,27 +12,42 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import time
 from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
 from ..oracle.known import KnownVariant
+from ..results import CaseRecord
 from ..run import Run
 from ..runners import FrameworkMissing, Unavailable, load_adapter
 from ..spec import Case, Instance
-from .judge import DEFAULT_TIMEOUT, judge, observe_safely, one_line, reference_of, refusal
+from .judge import DEFAULT_TIMEOUT, TimeLimit, judge, observe_safely, one_line, reference_of, refusal, time_limit
 
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
 POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
 START_TRIES = 3  # a replacement worker may itself be killed while it starts
+MAX_REPLY = 64 << 20  # bytes: an observation of the spec's tiny models is a few KiB
+EXIT_GRACE_S = 1.0  # a worker that closed its pipe gets this long to exit by itself, so its own status shows
 
 
 class WorkerFailed(Exception):
     """The worker could not start; the message is one line."""
 
 
-def _worker_main(conn, path: str, run: Run) -> None:
+def _die_with(parent: int) -> None:
+    """Linux: the kernel kills this process when its parent dies, even by SIGKILL, which gives the
+    parent no chance to end it (the worker runs in a session of its own, out of the parent's group)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before that took effect
+        os._exit(1)
+
+
+def _worker_main(conn, path: str, run: Run, parent: int) -> None:
     os.setsid()  # a process group of its own: killing the group also ends whatever it forks
+    _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import faulthandler
     faulthandler.enable()  # a native crash leaves a Python traceback on stderr
@@ -47,11 +62,12 @@ def _worker_main(conn, path: str, run: Run) -> None:
         conn.send(("fatal", "WorkerFailed", f"{path} failed to start: {one_line(exc)}"))
         return
     while True:
-        outcome = observe_safely(runner, conn.recv())
-        try:
-            conn.send(outcome)
+        seq, case = conn.recv()
+        outcome = observe_safely(runner, case)
+        try:  # each reply names the request it answers: the parent checks both
+            conn.send((seq, case.id, outcome))
         except Exception as exc:  # pickling failed, so nothing was written yet
-            conn.send(("error", f"bad observation: cannot send it: {one_line(exc)}"))
+            conn.send((seq, case.id, ("error", f"bad observation: cannot send it: {one_line(exc)}")))
 
 
 # What may cross the pipe from the worker besides plain Python values: the observation's classes
@@ -77,53 +93,73 @@ class Worker:
         ctx = multiprocessing.get_context("spawn")  # fork is unsafe with framework threads
         self.conn, child = ctx.Pipe()
         self.run = run
-        self.process = ctx.Process(target=_worker_main, args=(child, path, run), daemon=True)
+        self.process = ctx.Process(target=_worker_main, args=(child, path, run, os.getpid()), daemon=True)
         self.ended = False
+        self.asked = (0, "")  # the request in flight: (sequence number, case id)
         self.process.start()
         child.close()
 
-    def _receive(self, timeout: float):
-        """The worker's next message, or ('error', why) if it died, took too long or sent what
-        cannot be unpickled. A child it forked keeps the pipe and the sentinel open after the
-        worker dies, so its exit is also polled."""
+    def _receive(self, timeout: float, idle: Callable[[], None] | None = None) -> tuple[bool, object]:
+        """(True, the worker's next message) or (False, why there is none): it died, took longer
+        than `timeout`, sent more than MAX_REPLY bytes or half a message, or what cannot be
+        unpickled. A child it forked keeps the pipe and the sentinel open after the worker dies, so
+        its exit is also polled; `idle()` is called between polls (the run's periodic save)."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             ready = wait([self.conn, self.process.sentinel], max(0.0, min(POLL_S, left)))
             if self.conn in ready:
-                return self._load()
+                return self._load(max(deadline - time.monotonic(), POLL_S))
             if ready or self.process.exitcode is not None:
-                return self._death()
+                return False, self._death()
             if left <= 0:
                 self.kill()
-                return "error", f"timed out after {timeout:g} s"
+                return False, f"timed out after {timeout:g} s"
+            if idle is not None:
+                idle()
 
-    def _load(self):
+    def _load(self, left: float) -> tuple[bool, object]:
         try:
-            data = self.conn.recv_bytes()
-        except (EOFError, OSError):
-            return self._death()
+            with time_limit(left):  # the length arrived; the rest must follow within the case's time
+                data = self.conn.recv_bytes(MAX_REPLY)
+        except TimeLimit:
+            self.kill()
+            return False, "timed out after sending part of a reply"
+        except EOFError:
+            return False, self._death()
+        except OSError as exc:  # "bad message length": a length prefix past MAX_REPLY, or garbage
+            if self.process.exitcode is not None or str(exc) != "bad message length":
+                return False, self._death()
+            self.kill()
+            return False, f"bad observation: its reply is longer than {MAX_REPLY >> 20} MiB"
         try:
-            return _Unpickler(io.BytesIO(data)).load()
+            return True, _Unpickler(io.BytesIO(data)).load()
         except Exception as exc:
             self.kill()  # what else it sends cannot be trusted: a fresh worker takes the next case
             text = str(exc).strip().splitlines()
-            return "error", f"bad observation: cannot unpickle it: {type(exc).__name__}: {text[0] if text else ''}"
+            return False, f"bad observation: cannot unpickle it: {type(exc).__name__}: {text[0] if text else ''}"
 
-    def _death(self):
-        self.kill()  # its group too: a child it forked may outlive it, holding the pipe
+    def _death(self) -> str:
+        """Why the worker is gone: its exit status or the signal that ended it (given a moment to
+        exit by itself, so a Python-level exit is not reported as the kill that follows)."""
+        self.process.join(EXIT_GRACE_S)
         code = self.process.exitcode
-        if code is not None and code < 0:
+        self.kill()  # its group too: a child it forked may outlive it, holding the pipe
+        if code is None:
+            return "closed its pipe without exiting"
+        if code < 0:
             try:
-                return "error", f"crashed: {signal.Signals(-code).name}"
+                return f"crashed: {signal.Signals(-code).name}"
             except ValueError:
-                return "error", f"crashed: signal {-code}"
-        return "error", f"worker exited with status {code}"
+                return f"crashed: signal {-code}"
+        return f"worker exited with status {code}"
 
     def start(self) -> Run:
         """Wait until the framework is imported; the run with its version and graph backend filled
         in, or raise what stopped it."""
-        message = self._receive(STARTUP_TIMEOUT)
+        ok, message = self._receive(STARTUP_TIMEOUT)
+        if not ok:  # died, hung, unreadable
+            raise WorkerFailed(f"the worker died while starting: {message}")
         if type(message) is tuple and len(message) == 3 and all(type(m) is str for m in message):
             if message[0] == "ready":
                 self.run = self.run.replace(version=message[1], backend=message[2])
@@ -131,23 +167,30 @@ class Worker:
             if message[0] == "fatal":
                 kind, text = message[1], message[2]
                 raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
-        if type(message) is tuple and len(message) == 2 and message[0] == "error":  # died, hung, unreadable
-            raise WorkerFailed(f"the worker died while starting: {message[1]}")
         raise WorkerFailed("the worker's ready message is not three strings (is version() a str?)")
 
     def submit(self, case: Case) -> None:
+        self.asked = (self.asked[0] + 1, case.id)
         try:
-            self.conn.send(case)
+            self.conn.send((self.asked[0], case))
         except OSError:
             pass  # it died between cases: result() says how
 
-    def result(self, timeout: float) -> tuple[str, object]:
+    def result(self, timeout: float, idle: Callable[[], None] | None = None) -> tuple[str, object]:
         """('ok', observation: check it) | ('unsupported', why) | ('error', one line: exception,
-        crash, timeout, unreadable reply)."""
-        message = self._receive(timeout)
-        if type(message) is tuple and len(message) == 2 and (
-                message[0] == "ok" or message[0] in ("unsupported", "error") and type(message[1]) is str):
-            return message
+        crash, timeout, unreadable reply). A reply that does not answer the request in flight (an
+        extra or a missing message, from a process it forked) ends the worker: nothing it sends
+        after that can be tied to a case."""
+        ok, message = self._receive(timeout, idle)
+        if not ok:
+            return "error", message
+        if not (type(message) is tuple and len(message) == 3 and (message[0], message[1]) == self.asked):
+            self.kill()
+            return "error", "bad observation: the worker's reply does not answer this case (an extra or missing message)"
+        outcome = message[2]
+        if type(outcome) is tuple and len(outcome) == 2 and (
+                outcome[0] == "ok" or outcome[0] in ("unsupported", "error") and type(outcome[1]) is str):
+            return outcome
         return "error", "bad observation: the worker's reply is not (kind, payload)"
 
     def alive(self) -> bool:
@@ -172,11 +215,12 @@ class Worker:
 
 def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: Iterable[Instance],
                  profile: list[KnownVariant], timeout: float | None,
-                 on_result: Callable[[CaseRecord], None]) -> Worker:
+                 on_result: Callable[[CaseRecord], None], idle: Callable[[], None] | None = None) -> Worker:
     """Run every instance on `worker`, replacing it by `new_worker()` after a crash or hang.
     `timeout` (from the command line) overrides each case's own; returns the worker in use.
     The parent's oracle work overlaps with the framework's: the reference while the worker runs the
-    same case, the judging (variant oracle runs included) while it runs the next one."""
+    same case, the judging (variant oracle runs included) while it runs the next one. `idle()` is
+    called while a case runs, every POLL_S."""
     def runnable():  # taken one at a time: a caller may still be producing them
         for instance in instances:
             why = refusal(instance, worker.run.api)
@@ -194,7 +238,7 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
         case = instance.case
         limit = timeout or case.timeout or DEFAULT_TIMEOUT
         reference = reference_of(case, limit)
-        outcome = worker.result(limit)
+        outcome = worker.result(limit, idle)
         duration = time.perf_counter() - start
         if not worker.alive():
             worker = _replacement(new_worker)

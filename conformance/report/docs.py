@@ -160,7 +160,8 @@ def rooms_md() -> str:
         rows = []
         for e in entries:
             listed = [i for i in instances if e.lists(i, instances[i].case.id)]
-            rows.append([e.outcome, _scope(e), f"{len(listed)} instances" if e.cases else ", ".join(e.variants),
+            rows.append([e.outcome, _scope(e), (f"{len(listed)} instance" + "s" * (len(listed) != 1)) if e.cases
+                         else ", ".join(e.variants),
                          (f"{e.reason}: " if e.reason else "") + e.why])
         out.append(_table(["outcome", "runs", "cases", "why"], rows))
     return "".join(out)

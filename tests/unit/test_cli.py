@@ -79,3 +79,10 @@ def test_repro_prints_steps_and_checks(capsys):
     assert "ok   value first.weight @ step 1: expected unchanged, observed unchanged" in out
     code, out, err = run(capsys, "repro", "seed-1-decay-moves-unused-layer", "--framework", "reference")
     assert code == 2 and "has 4 instances" in err
+
+
+def test_text_from_outside_prints_escaped_on_one_line(capsys):
+    from conformance.__main__ import _say
+    _say("error: \x1b[2Jcleared\rover\nnext caf\udce9")
+    out = capsys.readouterr().out
+    assert out == "error: \\x1b[2Jcleared\\rover\nnext caf\\udce9\n"

@@ -27,6 +27,10 @@ EXPECTED = {
     "fault-raises": ("error", "RuntimeError: injected failure"),
     "fault-unsupported": ("unsupported", "injected: cannot express this"),
     "fault-nan": ("divergence", "value nan.weight @ step 0: expected reference"),
+    # a string that cannot be encoded is kept as its escape, and the run saves
+    "fault-surrogate": ("error", "RuntimeError: cannot open /data/caf\\udce9.bin"),
+    # a reason of 10 MB is cut: one case never makes a results file huge
+    "fault-verbose": ("error", "RuntimeError: xxxx"),
 }
 
 
@@ -45,16 +49,17 @@ def test_every_fault_is_recorded_and_the_rest_still_runs(tmp_path, capsys):
     assert run_cli("--out", str(out)) == 0
     doc = results.read(out)
     by_id = {c.id: c for c in doc.cases}
-    assert doc.complete and len(doc.cases) == 17
+    assert doc.complete and len(doc.cases) == 21
     for case_id, (verdict, reason) in EXPECTED.items():
         record = by_id[case_id]
         assert record.verdict == verdict, case_id
         assert record.reason.startswith(reason), (case_id, record.reason)
         assert "\n" not in record.reason
     healthy = [c for c in doc.cases if c.id.startswith("healthy-")]
-    assert len(healthy) == 9 and all(c.verdict == "conform" and c.checks for c in healthy)
+    assert len(healthy) == 11 and all(c.verdict == "conform" and c.checks for c in healthy)
+    assert len(by_id["fault-verbose"].reason) == results.MAX_TEXT and out.stat().st_size < 1_000_000
     printed = capsys.readouterr().out
-    assert "[ 2/17] error                    fault-segfault  -- crashed: SIGSEGV" in printed
+    assert "[ 2/21] error                    fault-segfault  -- crashed: SIGSEGV" in printed
 
 
 def test_command_line_timeout_overrides_the_spec(tmp_path, capsys):

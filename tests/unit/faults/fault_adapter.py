@@ -28,6 +28,10 @@ class FaultRunner(ReferenceRunner):
             raise RuntimeError("injected failure")
         if "unsupported" in layers:
             raise Unsupported("injected: cannot express this")
+        if "surrogate" in layers:  # as from a file name that is not UTF-8
+            raise RuntimeError("cannot open /data/caf\udce9.bin")
+        if "verbose" in layers:
+            raise RuntimeError("x" * 10_000_000)
         super().build(model, values)
 
     def values(self):

@@ -1,0 +1,38 @@
+"""Test-only adapter: the reference oracle, plus a fault at the worker's pipe named by a layer of the
+case's model (the bytes a misbehaving framework, or a process it forked, could put on the pipe)."""
+import gc
+import os
+import struct
+import sys
+import time
+from multiprocessing.connection import Connection
+
+from conformance.oracle.reference import ReferenceRunner
+
+
+def _pipe() -> Connection:
+    """The worker's end of the pipe to the parent (the one connection the worker process holds)."""
+    return next(o for o in gc.get_objects() if isinstance(o, Connection) and not o.closed)
+
+
+class PipeRunner(ReferenceRunner):
+    framework = "pipe"
+
+    def build(self, model, values):
+        layers = set(model.layers)
+        if "extra" in layers:  # a forked child answers too: one message more than was asked for
+            if os.fork() == 0:
+                _pipe().send((1, "healthy-0", ("ok", None)))
+                os._exit(0)
+            time.sleep(0.5)
+        if "huge" in layers:  # a length prefix of 1 GiB, and nothing behind it
+            os.write(_pipe().fileno(), struct.pack("!i", 1 << 30))
+            time.sleep(3600)
+        if "half" in layers:  # half a message, then silence
+            os.write(_pipe().fileno(), struct.pack("!i", 100) + b"x" * 10)
+            time.sleep(3600)
+        if "slow" in layers:
+            time.sleep(3600)
+        if "exits" in layers:  # a Python-level exit, as a framework's sys.exit() on a fatal error
+            sys.exit(3)
+        super().build(model, values)
