@@ -223,7 +223,7 @@ def test_a_second_run_on_the_same_out_fails_at_once(tmp_path, capsys):
 # ---------------------------------------------------------------- random stop moments
 VERDICTS = {"fault-segfault": "error", "fault-abort": "error", "fault-exit": "error", "fault-hang": "error",
             "fault-hog": "error", "fault-raises": "error", "fault-unsupported": "unsupported",
-            "fault-nan": "divergence"}
+            "fault-nan": "divergence", "fault-surrogate": "error", "fault-verbose": "error"}
 
 
 @pytest.mark.parametrize("spec, adapter, seconds", [
