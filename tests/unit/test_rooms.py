@@ -11,7 +11,7 @@ from conformance.engine.contract import load_expected
 from conformance.oracle.known import RUNNERS_DIR, load_known, snippet_path
 from conformance.runners import ROOMS, adapter_path, offers, room
 
-FILES = ("__init__.py", "runner.py", "graph.py", "trainer.py", "known.yaml", "confirm", "tests")
+FILES = ("__init__.py", "runner.py", "graph.py", "trainer.py", "known.yaml", "expected.yaml", "confirm", "tests")
 
 
 @pytest.mark.parametrize("framework", ROOMS)

@@ -27,12 +27,18 @@ import torch
 
 from ..base import Unavailable
 
-def start():
-    """Refuse what would make torch.compile quietly run eager code; give inductor a folder of this run."""
+def start(backend: str, device: torch.device):
+    """Refuse what would make torch.compile quietly run eager code; give inductor a folder of this
+    run; then warm the compiler up. The first compile of a process pays for dynamo's and the
+    backend's own start (inductor's C++ toolchain: tens of seconds on a loaded 2-core machine): that
+    is paid here, while the worker starts (under its start-up limit), not by the first case's limit."""
     if torch._dynamo.config.disable or torch._dynamo.config.suppress_errors:
         raise Unavailable("--mode graph: TORCH_COMPILE_DISABLE or TORCHDYNAMO_SUPPRESS_ERRORS is set, "
                           "so torch.compile may run eager code")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = _fresh_cache_dir()
+    layer = torch.nn.Linear(2, 2).to(device)
+    torch.compile(layer, backend=backend, fullgraph=True)(torch.ones(3, 2, device=device)).sum().backward()
+    torch._dynamo.reset()  # the warm-up's graph is no case's
 
 
 def routes(model, attributes, container):

@@ -39,12 +39,12 @@ class TorchRunner(Runner):
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
-        if self.mode == "graph":
-            graph.start()
         if self.device == "cuda" and not torch.cuda.is_available():
             raise Unavailable(f"--device cuda: torch {torch.__version__} sees no CUDA device "
                               f"(torch.cuda.is_available() is False)")
         self.torch_device = torch.device(self.device)
+        if self.mode == "graph":
+            graph.start(self.backend, self.torch_device)
 
     @staticmethod
     def version() -> str:
