@@ -5,7 +5,8 @@ arguments, a malformed spec or results file, or a --out that another run is writ
 the framework, device, mode, api or backend is not available here; 4 when the framework worker cannot start;
 130 / 143 / 129 when stopped by SIGINT / SIGTERM / SIGHUP (the cases finished so far are written,
 marked incomplete); 5, whatever else happened, when the results could not be saved at the end
-(the file keeps the last version that was saved).
+(the file keeps the last version that was saved). `repro` exits 1 when the framework raised (the
+one-line error is what it shows); `docs --check` exits 1 when a generated page differs.
 """
 from __future__ import annotations
 
@@ -21,11 +22,11 @@ from collections import Counter
 from pathlib import Path
 
 from . import results
-from .engine.judge import DEFAULT_TIMEOUT, explain
+from .engine.judge import DEFAULT_TIMEOUT, explain, one_line
 from .engine.worker import Worker, WorkerFailed, run_isolated
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run
-from .runners import FRAMEWORKS, FrameworkMissing, Unavailable, adapter_path, offers
+from .runners import FRAMEWORKS, FrameworkMissing, Unavailable, Unsupported, adapter_path, offers
 from .spec import SPEC_DIR, SpecError, load_spec
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
@@ -140,6 +141,9 @@ def cmd_report(args) -> int:
     from .report.page import OutputError, build  # pandas, jinja2 and matplotlib: only the report env has them
     if args.out == "":
         raise UsageError("--out: empty path")
+    missing = [str(folder) for folder in args.results if not Path(folder).is_dir()]
+    if missing:
+        raise UsageError(f"report --results {missing[0]}: no such folder")
     try:
         out = build(args.results, Path(args.out), args.spec, args.bench)
     except OutputError as exc:
@@ -181,7 +185,14 @@ def cmd_repro(args) -> int:
     run = runner.run.replace(version=adapter.version())
     _say(f"{instance.id} on {run.describe()}")
     _say(f"  {instance.case.title}  [{instance.source}]")
-    observed = observe(runner, instance.case)
+    try:
+        observed = observe(runner, instance.case)
+    except Unsupported as exc:
+        _say(f"unsupported: {exc}")
+        return 0
+    except Exception as exc:  # the framework's (or the adapter's) failure is what repro shows
+        _say(f"error: {one_line(exc)}", sys.stderr)
+        return 1
     reference = observe(ReferenceRunner(), instance.case)
     _say(trace(instance, observed, reference))
     variants = profile(load_known(args.framework, args.known), run)
@@ -250,6 +261,8 @@ def cmd_run(args) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
         try:
+            if chosen is not None and not (args.resume or args.only_errors):
+                _replaceable(out, run)
             return _run(args, out, workers, new_worker, spec, selected, profile(known, run), run,
                         disarm=armed.clear)
         finally:
@@ -259,6 +272,19 @@ def cmd_run(args) -> int:
             worker.close()
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+def _replaceable(out: Path, run: Run) -> None:
+    """--out may replace a results file of this very run (a run again), nothing else."""
+    if not out.exists():
+        return
+    try:
+        theirs = results.read(out).environment.run
+    except (OSError, ValueError):
+        raise UsageError(f"--out {out} exists and is not a results file; remove it or give another path") from None
+    if theirs != run:
+        raise UsageError(f"--out {out} holds the results of {theirs.describe()}, not {run.describe()}; "
+                         "remove it or give another path")
 
 
 def _every_run(args) -> int:

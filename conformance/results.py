@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ValidationError
 from .oracle.known import KnownVariant
 from .run import Run
 from .spec import spec_hash
+from .spec.safe_yaml import read_text
 
 SCHEMA_VERSION = 2
 MAX_TEXT = 2000  # characters of any one string a results file keeps (a reason, a check, a name)
@@ -182,9 +183,19 @@ class Malformed(ValueError):
     """A results file that does not parse or fit the schema; the message is one line."""
 
 
+MAX_RESULTS_BYTES = 64 << 20  # a run of the spec writes a few MiB
+
+
 def read(path: Path) -> Results:
+    """The results file at `path`; Malformed (one line) when it is not one, FileNotFoundError when absent."""
+    if not Path(path).exists() and not Path(path).is_symlink():
+        raise FileNotFoundError(path)
     try:
-        doc = Results.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        text = read_text(path, MAX_RESULTS_BYTES)
+    except ValueError as exc:
+        raise Malformed(str(exc)) from None
+    try:
+        doc = Results.model_validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])

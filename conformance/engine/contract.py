@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..oracle.known import RUNNERS_DIR, Scoped
+from ..oracle.known import RUNNERS_DIR, Scoped, check_backends
 from ..results import Results
 from ..spec.safe_yaml import load_yaml, validate
 
@@ -80,6 +80,7 @@ def load_expected(framework: str, rooms: Path = RUNNERS_DIR) -> list[ExpectedOut
         return []
     raw = load_yaml(path)
     entries = validate(ExpectedFile, raw if raw is not None else {}, path).outcomes
+    check_backends(framework, entries, raw["outcomes"] if entries else [], path)
     for n, entry in enumerate(entries):
         entry._line = raw["outcomes"].item_lines[n]
     return entries

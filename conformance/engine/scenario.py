@@ -147,6 +147,16 @@ def _dict_of(got, names: list[str], what: str, item) -> dict:
     return {n: item(got[n], f"{what} {n!r}", n) for n in names}
 
 
+def _real(x) -> float | None:
+    """x as a float, or None when it is no real number or too large for one (an int of 400 digits)."""
+    if type(x) is bool or not isinstance(x, (int, float, np.integer, np.floating)):
+        return None
+    try:
+        return float(x)
+    except OverflowError:
+        return None
+
+
 def checked(obs, case: Case, like: Observation) -> Observation:
     """A clean copy of an adapter's observation of `case`, or BadObservation. `like` (the oracle's
     observation of the same case) gives each array's shape. Values come from another process and
@@ -185,10 +195,11 @@ def checked(obs, case: Case, like: Observation) -> Observation:
 
     def setting(v, what, name):  # a real number, or a pair for Adam's betas
         items = list(v) if name.endswith(".betas") and type(v) in (list, tuple) and len(v) == 2 else [v]
-        for x in items:
-            if type(x) is bool or not isinstance(x, (int, float, np.integer, np.floating)) or not np.isfinite(x):
-                raise BadObservation(f"{what} is {x!r}, not a finite real number" + (" pair" if name.endswith(".betas") else ""))
-        return [float(x) for x in items] if name.endswith(".betas") else float(v)
+        numbers = [_real(x) for x in items]
+        if any(x is None or not np.isfinite(x) for x in numbers):
+            shown = repr(items[0]) if len(repr(items[0])) < 60 else f"{type(items[0]).__name__} {repr(items[0])[:40]}..."
+            raise BadObservation(f"{what} is {shown}, not a finite real number" + (" pair" if name.endswith(".betas") else ""))
+        return numbers if name.endswith(".betas") else numbers[0]
 
     clean.defaults = _dict_of(getattr(obs, "defaults", None), defaults_of(case.model, case.optimizer),
                               "defaults", setting)
@@ -200,11 +211,12 @@ def checked(obs, case: Case, like: Observation) -> Observation:
     for i, step in enumerate(steps):
         if type(step) is not StepObservation:
             raise BadObservation(f"step {i} is {type(step).__name__}, not a StepObservation")
-        loss = getattr(step, "loss", None)
-        if type(loss) is bool or not isinstance(loss, (int, float, np.integer, np.floating)):
-            raise BadObservation(f"step {i} loss is {type(loss).__name__}, not a real number")
+        loss = _real(getattr(step, "loss", None))
+        if loss is None:
+            raise BadObservation(f"step {i} loss is {type(getattr(step, 'loss', None)).__name__}, not a real number "
+                                 "(or one too large for a float)")
         grads = _dict_of(getattr(step, "grads", None), names, f"step {i} grads",
                          lambda g, what, name: None if g is None else array(g, what, name))
         values = _dict_of(getattr(step, "values", None), names, f"step {i} values", array)
-        clean.steps.append(StepObservation(loss=float(loss), grads=grads, values=values))
+        clean.steps.append(StepObservation(loss=loss, grads=grads, values=values))
     return clean

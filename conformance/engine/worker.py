@@ -28,6 +28,7 @@ STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
 POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
 START_TRIES = 3  # a replacement worker may itself be killed while it starts
 MAX_REPLY = 64 << 20  # bytes: an observation of the spec's tiny models is a few KiB
+MAX_WORD = 64  # characters of the version and backend an adapter reports: they name the results file
 EXIT_GRACE_S = 1.0  # a worker that closed its pipe gets this long to exit by itself, so its own status shows
 
 
@@ -45,9 +46,33 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
+class _Unread:
+    """A text stream whose reader may be gone (`run ... | head`): what a framework prints must not
+    fail the case it prints in."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):  # BrokenPipeError; a closed file
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _worker_main(conn, path: str, run: Run, parent: int) -> None:
     os.setsid()  # a process group of its own: killing the group also ends whatever it forks
     _die_with(parent)
+    sys.stdout, sys.stderr = _Unread(sys.stdout), _Unread(sys.stderr)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import faulthandler
     faulthandler.enable()  # a native crash leaves a Python traceback on stderr
@@ -162,10 +187,15 @@ class Worker:
             raise WorkerFailed(f"the worker died while starting: {message}")
         if type(message) is tuple and len(message) == 3 and all(type(m) is str for m in message):
             if message[0] == "ready":
+                for what, word in (("version", message[1]), ("backend", message[2])):
+                    if len(word) > MAX_WORD or not word.isprintable():  # it names the results file
+                        self.kill()
+                        raise WorkerFailed(f"the adapter's {what} is not a short printable word "
+                                           f"({len(word)} characters: {word[:40]!r}...)")
                 self.run = self.run.replace(version=message[1], backend=message[2])
                 return self.run
             if message[0] == "fatal":
-                kind, text = message[1], message[2]
+                kind, text = message[1], message[2][:2000]
                 raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
         raise WorkerFailed("the worker's ready message is not three strings (is version() a str?)")
 

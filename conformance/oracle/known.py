@@ -45,8 +45,8 @@ class Scoped(create_model("ScopeFields", __config__=ConfigDict(extra="forbid"), 
         from packaging.specifiers import InvalidSpecifier, SpecifierSet
         try:
             SpecifierSet(versions)
-        except InvalidSpecifier:
-            raise ValueError(f"invalid version specifier {versions!r}") from None
+        except (InvalidSpecifier, ValueError):  # ValueError: an integer part too long to convert
+            raise ValueError(f"invalid version specifier {versions[:40]!r}") from None
         return versions
 
     @model_validator(mode="after")
@@ -100,6 +100,20 @@ class KnownFile(BaseModel):
         return self
 
 
+def check_backends(framework: str, entries: list, raw_entries, path: Path) -> None:
+    """A scope's backends are the room's own words: one it does not offer is a typo that would bound
+    nothing (SpecError naming the file and line). Rooms outside the registry are not checked."""
+    from ..runners import ROOMS, offers
+    if framework not in ROOMS:
+        return
+    offered = {run.get("backend") for run in offers(framework).runs} - {None}
+    for n, entry in enumerate(entries):
+        unknown = [b for b in entry.backends if b not in offered]
+        if unknown:
+            raise SpecError(f"{path}:{raw_entries.item_lines[n]}: backend {unknown[0]!r} is not one the "
+                            f"{framework} room offers ({', '.join(sorted(offered)) or 'none'})")
+
+
 def load_known(framework: str, rooms: Path = RUNNERS_DIR) -> list[KnownVariant]:
     """The framework's semantic variants (all versions and runs), from <rooms>/<framework>/known.yaml;
     an absent file means none. Each variant's snippet must exist in the room's confirm/ folder."""
@@ -108,6 +122,7 @@ def load_known(framework: str, rooms: Path = RUNNERS_DIR) -> list[KnownVariant]:
         return []
     raw = load_yaml(path)
     variants = validate(KnownFile, raw if raw is not None else {}, path).variants
+    check_backends(framework, variants, raw["variants"], path)
     for n, variant in enumerate(variants):
         snippet = Path(rooms) / framework / "confirm" / Path(snippet_path(framework, variant.variant)).name
         if not snippet.is_file():

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..spec.safe_yaml import read_text
+
+MAX_ASV_BYTES = 64 << 20  # an asv results file is a few KiB per benchmark
 RELATIVE = "track_step_cost_relative"  # masked step time / unmasked step time
 PLOT_PARAMS = ("framework", "mask", "fraction", "optimizer")  # of each track_step_cost_relative point
 MAX_PANELS = 8  # more would not fit a page (and past 2**16 px matplotlib refuses the image)
@@ -70,12 +73,7 @@ def _short(x) -> str:
 
 def _read_json(path: Path):
     """The parsed file; ValueError with a one-line reason when it cannot be read or is not JSON."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 (byte {exc.start})") from None
-    except OSError as exc:
-        raise ValueError(f"cannot read: {exc.strerror or exc}") from None
+    text = read_text(path, MAX_ASV_BYTES)  # a regular file of bounded size, UTF-8; else ValueError
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -9,6 +9,7 @@ import datetime
 import itertools
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -380,6 +381,29 @@ def profiles_markdown(columns: list[Column]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _replace(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: a temporary file in its folder, then a rename over it. A
+    signal or a full disk leaves the previous file, and a link at `path` is replaced, never followed.
+    Strings from inputs may hold lone surrogates (file names, asv's JSON): kept as their escapes."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        if path.is_dir() and not path.is_symlink():
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _no_formula(value):
+    """A CSV cell a spreadsheet shows as text: one from results that starts like a formula (=, +, -,
+    @, or a tab or carriage return before one) gets a leading quote."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports"), spec_dir=None,
           bench_dir: Path | None = Path(".asv/results")) -> Path:
     """Write index.html and summary.csv to out_dir (OutputError if it cannot). Inputs that cannot be
@@ -414,12 +438,15 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
         bench_plot=plot_benchmarks(bench) if bench is not None else None,
         bench_table=relative_table(bench).to_html(float_format="%.2f", na_rep="") if bench is not None else "")
     out = Path(out_dir) / "index.html"
-    try:  # strings from inputs may hold lone surrogates (file names, asv's JSON): never fail on them
+    csv = table.map(_no_formula) if hasattr(table, "map") else table.applymap(_no_formula)
+    files = {"findings.md": findings_markdown(columns, counts, seeds, built),
+             "summary.csv": csv.to_csv(index=False), "index.html": page}
+    try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        (out.parent / "findings.md").write_text(findings_markdown(columns, counts, seeds, built), encoding="utf-8",
-                                                errors="backslashreplace")
-        table.to_csv(out.parent / "summary.csv", index=False, errors="backslashreplace")
-        out.write_text(page, encoding="utf-8", errors="backslashreplace")
+        if not out.parent.is_dir():
+            raise FileExistsError
+        for name, text in files.items():
+            _replace(out.parent / name, text)
     except FileExistsError:
         raise OutputError("exists and is not a folder") from None
     except OSError as exc:

@@ -54,6 +54,9 @@ def expand(case: Case, topic: str, source: str) -> list[Instance]:
 
 def load_spec(spec_dir: Path = SPEC_DIR) -> list[Instance]:
     files = sorted(Path(spec_dir).glob("*.yaml"))
+    other = sorted(p.name for p in Path(spec_dir).glob("*.yml"))
+    if other:  # never skipped without a word
+        raise SpecError(f"{Path(spec_dir) / other[0]}: spec files end in .yaml; rename it")
     if not files:
         raise SpecError(f"{spec_dir}: no spec files (*.yaml)")
     cases, seen, total = [], {}, 0

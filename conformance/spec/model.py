@@ -7,9 +7,10 @@ expand.py; the layer kinds are declared in layers.py.
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from . import layers as layer_kinds
 
@@ -19,6 +20,11 @@ TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnor
 AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
         "params": ("optimizer", "params"), "container": ("model", "container")}
 MAX_CASE_INSTANCES = 1000
+# What one case may cost, in numbers held at once: every parameter and statistic at every step (the
+# observation of a run, which both processes hold), and one step's activations over the batch.
+# The shipped cases are under 100 thousand; these bounds keep a hostile case's memory under ~1 GiB.
+MAX_OBSERVED = 20_000_000
+MAX_ACTIVATIONS = 20_000_000
 
 
 # ---------------------------------------------------------------- the spec's vocabulary
@@ -122,6 +128,14 @@ class Model(_Strict):
     image_size: int = Field(4, ge=1, le=16)
     """height and width of the images a conv2d path starts with"""
 
+    @field_validator("layers")
+    @classmethod
+    def _plain_names(cls, layers):
+        bad = [name for name in layers if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", str(name))]
+        if bad:  # a parameter is named layer.role: a dot (or a space) in a layer's name would be ambiguous
+            raise ValueError(f"layer name {bad[0]!r}: letters, digits and _ only, not starting with a digit")
+        return layers
+
     def spec(self, layer: str) -> Layer:
         """The layer's own spec, or for a tie the spec of the layer it ties to."""
         return self.layers[self.layers[layer].tie or layer]
@@ -170,7 +184,7 @@ class Optimizer(_Strict):
 class Step(_Strict):
     path: list[str] = Field(min_length=1)
     """the layers the forward runs, in order"""
-    batch: int | None = Field(None, ge=0)
+    batch: int | None = Field(None, ge=0, le=1_000_000)
     """the input batch's index (default: the step's index)"""
     clear: bool = True
     """clear gradients before this step"""
@@ -216,6 +230,13 @@ class Expect(_Strict):
     when: dict[str, Union[str, list[str]]] = {}
     """only for the instances whose matrix or variant axes have these values"""
 
+    @field_validator("step")
+    @classmethod
+    def _some_step(cls, step):
+        if step == []:
+            raise ValueError("an empty list names no step")
+        return step
+
     @model_validator(mode="after")
     def _step_needed(self):
         if (self.grad or self.value or self.loss) and self.step is None:
@@ -259,7 +280,7 @@ class Case(_Strict):
     """the optimizer over it"""
     clear: ClearMode = "default"
     """how gradients are cleared: the framework's default call, or explicitly to none or zeros"""
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=2**63 - 1)
     """fixes the initial values and the batches"""
     batch_size: int = Field(8, ge=2, le=4096)
     """samples per batch (BatchNorm's unbiased variance needs 2)"""
@@ -288,12 +309,32 @@ class Case(_Strict):
                 raise ValueError(f"'{refs[0]}: reference' at step {late[0]}: step {random} runs a dropout in train mode, "
                                  f"whose random mask no framework shares with the oracle")
 
+    @field_validator("variants")
+    @classmethod
+    def _variants_set_fields(cls, variants):
+        for name, overrides in variants.items():
+            for dotted in overrides:
+                if str(dotted).split(".")[0] in ("id", "matrix", "variants"):
+                    raise ValueError(f"variant {name!r} sets {dotted!r}: a variant overrides the case's model, "
+                                     "optimizer, steps or checks, not its id, matrix or variants")
+        return variants
+
     @model_validator(mode="after")
     def _few_instances(self):
         count = instance_count(self)
         if count > MAX_CASE_INSTANCES:
             raise ValueError(f"matrix and variants make {count} instances; at most {MAX_CASE_INSTANCES} per case")
         return self
+
+    def cost(self) -> tuple[int, int]:
+        """(numbers observed over the run: every parameter and statistic before and after each step and
+        each step's gradients; numbers of the largest step's activations over the batch)."""
+        sizes = sum(math.prod(self.model.layers[p.split(".")[0]].weight_shape())
+                    if p.endswith(".weight") else self.model.layers[p.split(".")[0]].out_features()
+                    for p in param_names(self.model))
+        steps = sum(s.repeat for s in self.steps)
+        widest = max((math.prod(shape) or 1) for s in self.steps for shape in self.model.shapes(s.path))
+        return sizes * (2 * steps + 1), widest * self.batch_size
 
     @model_validator(mode="after")
     def _names_exist(self):
@@ -346,6 +387,12 @@ class Case(_Strict):
                 if isinstance(step, int) and not -n_steps <= step < n_steps:
                     raise ValueError(f"step {step} out of range: the case has {n_steps} steps")
         self._no_reference_after_dropout(n_steps)
+        observed, activations = self.cost()
+        if observed > MAX_OBSERVED:
+            raise ValueError(f"the run would observe {observed:,} numbers (parameters x steps); at most {MAX_OBSERVED:,}")
+        if activations > MAX_ACTIVATIONS:
+            raise ValueError(f"a step's activations hold {activations:,} numbers (batch x widest layer); "
+                             f"at most {MAX_ACTIVATIONS:,}")
         return self
 
 

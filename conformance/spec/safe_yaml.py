@@ -95,25 +95,31 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """A regular file's UTF-8 text, at most `limit` bytes; ValueError with a one-line reason otherwise
+    (a FIFO, a device such as /dev/zero or a link to one, a folder, a larger file, not UTF-8, unreadable).
+    Every file the suite reads from outside goes through here: spec, known, expected, results, asv."""
     try:
         # O_NONBLOCK: opening a FIFO would otherwise wait for a writer
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # /dev/zero, a FIFO: endless
-                raise SpecError(f"{path}: not a regular file")
-            data = file.read(MAX_FILE_BYTES + 1)
+                raise ValueError("not a regular file")
+            data = file.read(limit + 1)
     except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB")
+        raise ValueError(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit // 1024} KiB")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise ValueError(f"not UTF-8 text (byte {exc.start})") from None
 
 
 def load_yaml(path: Path):
-    text = _read(path)
+    try:
+        text = read_text(path)
+    except ValueError as exc:
+        raise SpecError(f"{path}: {exc}") from None
     loader = None
     try:
         loader = _Loader(text)

@@ -9,7 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conformance import results
+from conformance.spec import SpecError, load_spec
 
 FAULTS = Path(__file__).parent / "faults"
 
@@ -72,3 +75,153 @@ def test_finished_cases_are_saved_while_a_slow_case_runs(tmp_path):
 def children(pid: int) -> list[int]:
     return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
             for c in (task / "children").read_text().split()]
+
+
+def test_a_framework_that_prints_to_a_closed_stdout_still_runs(tmp_path):
+    """`run ... | head -1`: the reader is gone; what the framework prints costs no case."""
+    out = tmp_path / "closed.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "conformance", "--spec", str(FAULTS / "pipe"), "run",
+                             "--framework", "reference", "--adapter", "pipe_adapter:PipeRunner", "--out", str(out),
+                             "--case", "pipe-prints", "--case", "healthy-0"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert {c.id: c.verdict for c in results.read(out).cases} == {"pipe-prints": "conform", "healthy-0": "conform"}
+
+
+# ---------------------------------------------------------------- what the spec validation missed
+from conformance.__main__ import main  # noqa: E402
+from test_schema import GOOD, error_of  # noqa: E402
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("{step: 0, grad:", "{step: [], grad:", "cases.0.expect.0.step: an empty list names no step"),
+    ("a: {linear: [2, 2]}", "a.b: {linear: [2, 2]}", "layer name 'a.b': letters, digits and _ only"),
+    ("    model:\n", "    variants: {x: {matrix.optimizer: [sgd]}}\n    model:\n", "variant 'x' sets 'matrix.optimizer'"),
+    ("a: {linear: [2, 2]}\n", "a: {linear: [1024, 1024]}\n", "the run would observe"),  # with 30 steps: see below
+    ("      - {path: [a]}\n", "      - {path: [a], batch: 99999999999999999999}\n", "less than or equal to 1000000"),
+])
+def test_the_spec_refuses_what_costs_or_confuses(tmp_path, old, new, message):
+    text = GOOD.replace(old, new, 1)
+    if "1024" in new:
+        text = text.replace("      - {path: [a]}\n", "      - {path: [a], repeat: 30}\n")
+    assert message in error_of(tmp_path, text)
+
+
+def test_yml_files_are_not_skipped_without_a_word(tmp_path):
+    (tmp_path / "a.yaml").write_text(GOOD)
+    (tmp_path / "b.yml").write_text(GOOD)
+    with pytest.raises(SpecError, match="b.yml: spec files end in .yaml"):
+        load_spec(tmp_path)
+
+
+def test_an_observation_with_a_number_too_large_for_a_float_is_that_cases_error():
+    from conformance.engine.scenario import BadObservation, checked, observe
+    from conformance.oracle.reference import ReferenceRunner
+    inst = next(i for i in load_spec() if i.case.id == "seed-2-plain-list-sublayers")
+    obs = observe(ReferenceRunner(), inst.case)
+    obs.steps[0].loss = 10 ** 400
+    with pytest.raises(BadObservation, match="step 0 loss is int, not a real number"):
+        checked(obs, inst.case, observe(ReferenceRunner(), inst.case))
+
+
+# ---------------------------------------------------------------- inputs and outputs of report and run
+def test_report_reads_no_fifo_device_or_huge_file_and_writes_its_page(tmp_path, capsys):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    os.mkfifo(folder / "fifo.json")
+    (folder / "zero.json").symlink_to("/dev/zero")
+    with open(folder / "huge.json", "wb") as fh:
+        fh.truncate(results.MAX_RESULTS_BYTES + 1)
+    assert main(["report", "--results", str(folder), "--out", str(tmp_path / "site"), "--bench", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "fifo.json: malformed: not a regular file" in err and "zero.json: malformed: not a regular file" in err
+    assert "huge.json: malformed: larger than" in err and (tmp_path / "site" / "index.html").is_file()
+
+
+def test_report_replaces_its_files_whole_and_never_follows_a_link(tmp_path, capsys):
+    outside = tmp_path / "precious.html"
+    outside.write_text("keep me")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").symlink_to(outside)
+    (tmp_path / "results").mkdir()
+    assert main(["report", "--results", str(tmp_path / "results"), "--out", str(site), "--bench", str(tmp_path)]) == 0
+    assert outside.read_text() == "keep me" and not (site / "index.html").is_symlink()
+    assert not list(site.glob(".*.tmp"))
+
+
+def test_report_refuses_a_missing_results_folder(tmp_path, capsys):
+    assert main(["report", "--results", str(tmp_path / "nope"), "--out", str(tmp_path / "site")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+
+
+def test_csv_cells_from_results_are_text_and_findings_hold_no_html(tmp_path):
+    from conformance.report.page import build
+    from conftest import env, record
+    folder = tmp_path / "results"
+    inst = load_spec()[0]
+    hostile = record(inst, "error", reason="=HYPERLINK(\"http://x\") <script>alert(1)</script>")
+    results.write(results.Results(complete=True, environment=env("torch", "=1+1"), cases=[hostile]), folder / "t.json")
+    build([folder], tmp_path / "site", bench_dir=None)
+    csv = (tmp_path / "site" / "summary.csv").read_text()
+    assert "'=HYPERLINK" in csv and ",=" not in csv
+    assert "<script>" not in (tmp_path / "site" / "findings.md").read_text()
+
+
+def test_run_out_replaces_only_a_results_file_of_the_same_run(tmp_path, capsys):
+    other = tmp_path / "notes.txt"
+    other.write_text("my notes")
+    assert main(["run", "--framework", "reference", "-k", "seed-2", "--out", str(other)]) == 2
+    assert "exists and is not a results file" in capsys.readouterr().err and other.read_text() == "my notes"
+    out = tmp_path / "r.json"
+    assert main(["run", "--framework", "reference", "-k", "seed-2", "--out", str(out)]) == 0
+    assert main(["run", "--framework", "reference", "-k", "seed-2", "--out", str(out)]) == 0  # the same run again
+    doc = results.read(out)
+    doc.environment.framework_version = "0.1"
+    results.write(doc, out)
+    assert main(["run", "--framework", "reference", "-k", "seed-2", "--out", str(out)]) == 2
+    assert "holds the results of reference 0.1" in capsys.readouterr().err
+
+
+def test_a_selection_given_to_resume_keeps_every_other_record(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["run", "--framework", "reference", "-k", "seed-", "--out", str(out)]) == 0
+    before = {c.id for c in results.read(out).cases}
+    assert main(["run", "--framework", "reference", "-k", "seed-2", "--resume", "--out", str(out)]) == 0
+    assert main(["run", "--framework", "reference", "--case", "seed-5-unused-bn-grad", "--only-errors",
+                 "--out", str(out)]) == 0
+    after = results.read(out)
+    assert {c.id for c in after.cases} == before and after.complete
+
+
+def test_repro_says_unsupported_and_errors_in_one_line(capsys, monkeypatch):
+    from conformance.oracle.reference import ReferenceRunner
+    from conformance.runners.base import Unsupported
+
+    def refuse(self, model, values):
+        raise Unsupported("cannot express it here")
+    monkeypatch.setattr(ReferenceRunner, "build", refuse)
+    assert main(["repro", "seed-2-plain-list-sublayers", "--framework", "reference"]) == 0
+    out, err = capsys.readouterr()
+    assert "unsupported: cannot express it here" in out and "Traceback" not in out + err
+
+
+def test_a_misspelled_backend_in_known_yaml_is_refused(tmp_path):
+    from conformance.oracle.known import load_known
+    (tmp_path / "torch" / "confirm").mkdir(parents=True)
+    (tmp_path / "torch" / "confirm" / "adam_epsilon_hat.py").write_text("")
+    (tmp_path / "torch" / "known.yaml").write_text(
+        "variants:\n  - variant: adam-epsilon-hat\n    backends: [inductr]\n    reason: r\n    link: null\n")
+    with pytest.raises(SpecError, match="known.yaml:2: backend 'inductr' is not one the torch room offers"):
+        load_known("torch", tmp_path)
+
+
+def test_an_adapter_version_that_cannot_name_a_file_stops_the_run_in_one_line(capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(FAULTS))
+    assert main(["run", "--framework", "reference", "--adapter", "hostile_adapter:LongVersionRunner", "-k", "seed-2",
+                 "--out", "/tmp/never-written.json"]) == 4
+    err = capsys.readouterr().err
+    assert "the adapter's version is not a short printable word" in err and len(err.strip().splitlines()) == 1

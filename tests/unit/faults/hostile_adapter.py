@@ -172,3 +172,9 @@ class BadVersionRunner(ReferenceRunner):
     @staticmethod
     def version():
         return 2.0
+
+
+class LongVersionRunner(ReferenceRunner):
+    @staticmethod
+    def version():
+        return "9" * 5000

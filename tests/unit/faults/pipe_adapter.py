@@ -31,6 +31,9 @@ class PipeRunner(ReferenceRunner):
         if "half" in layers:  # half a message, then silence
             os.write(_pipe().fileno(), struct.pack("!i", 100) + b"x" * 10)
             time.sleep(3600)
+        if "prints" in layers:  # a chatty framework, whose reader may be gone
+            for n in range(2000):
+                print(f"framework progress {n}", flush=True)
         if "slow" in layers:
             time.sleep(3600)
         if "exits" in layers:  # a Python-level exit, as a framework's sys.exit() on a fatal error
