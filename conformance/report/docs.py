@@ -24,6 +24,8 @@ from ..runners import ROOMS, offers
 from ..spec import FEATURES, SPEC_DIR, load_spec, spec_hash
 from ..spec import layers as layer_kinds
 from ..spec import model as spec_model
+from ..spec import safe_yaml
+from ..spec.expand import MAX_INSTANCES
 
 DOCS_DIR = Path(__file__).resolve().parent.parent.parent / "docs"
 COMMAND = "python -m conformance docs"
@@ -86,6 +88,12 @@ def spec_md() -> str:
                         "what it takes" if v.keeps_shape else "an image" if k == "conv2d" else "a vector"]
                        for k, v in layer_kinds.KINDS.items()]))
     out.append("\n" + " ".join((layer_kinds.image_batchnorms.__doc__ or "").split()) + "\n")
+    out.append(f"\n## Bounds\n\nA spec file is at most {safe_yaml.MAX_FILE_BYTES // 1024} KiB of UTF-8, nested at most "
+               f"{safe_yaml.MAX_DEPTH} levels, with no YAML tags and no aliases of lists or mappings. A case makes at "
+               f"most {spec_model.MAX_CASE_INSTANCES} instances and the spec at most {MAX_INSTANCES}; a case's run "
+               f"observes at most {spec_model.MAX_OBSERVED:,} numbers (every parameter and statistic at every step) "
+               f"and a step's activations hold at most {spec_model.MAX_ACTIVATIONS:,} (batch x widest layer). "
+               "Layer names are letters, digits and _.\n")
     out.append("\n## Features beyond the core loop\n\nAn adapter lists those it expresses; a case that needs "
                "one it lacks is `unsupported` with that reason, never run with the setting dropped.\n\n")
     out.append(_table(["feature", "what"], [[f"`{k}`", v] for k, v in FEATURES.items()]))
