@@ -91,6 +91,43 @@ def test_a_framework_that_prints_to_a_closed_stdout_still_runs(tmp_path):
     assert {c.id: c.verdict for c in results.read(out).cases} == {"pipe-prints": "conform", "healthy-0": "conform"}
 
 
+# ---------------------------------------------------------------- the pipe at the byte level
+import pickle  # noqa: E402
+import struct  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FRAMES = st.one_of(
+    st.binary(max_size=40),  # anything at all
+    st.binary(max_size=32).map(lambda b: struct.pack("!i", len(b) + 8) + b),  # a length that overshoots
+    st.binary(min_size=1, max_size=32).map(lambda b: struct.pack("!i", len(b)) + b),  # a whole frame of junk
+    st.tuples(st.integers(-3, 3), st.text(max_size=8), st.sampled_from([("ok", None), ("error", "x"), "junk"])).map(
+        lambda t: (lambda p: struct.pack("!i", len(p)) + p)(pickle.dumps(t))),  # a reply to a request not asked
+    st.integers(-2**31, 2**31 - 1).map(lambda n: struct.pack("!i", n)),  # a bare length, negative or huge
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(FRAMES)
+def test_bytes_on_the_pipe_cost_one_case_at_most(tmp_path_factory, frame):
+    """Bytes a worker (or a process it forked) writes to the pipe instead of its reply: the case is an
+    error or, where they form the very reply asked for, checked as one; the next case conforms."""
+    folder = tmp_path_factory.mktemp("bytes")
+    (folder / "bytes").write_bytes(frame)
+    env = {**os.environ, "PIPE_BYTES": str(folder / "bytes"),
+           "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])}
+    out = folder / "r.json"
+    done = subprocess.run([sys.executable, "-m", "conformance", "--spec", str(FAULTS / "pipe"), "run",
+                           "--framework", "reference", "--adapter", "pipe_adapter:PipeRunner", "--out", str(out),
+                           "--case", "pipe-bytes", "--case", "healthy-0", "--timeout", "2"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    by_id = {c.id: c for c in results.read(out).cases}
+    assert by_id["pipe-bytes"].verdict == "error" and "\n" not in by_id["pipe-bytes"].reason
+    assert by_id["healthy-0"].verdict == "conform"
+
+
 # ---------------------------------------------------------------- what the spec validation missed
 from conformance.__main__ import main  # noqa: E402
 from test_schema import GOOD, error_of  # noqa: E402

@@ -31,6 +31,10 @@ class PipeRunner(ReferenceRunner):
         if "half" in layers:  # half a message, then silence
             os.write(_pipe().fileno(), struct.pack("!i", 100) + b"x" * 10)
             time.sleep(3600)
+        if "bytes" in layers:  # whatever bytes the test chose, raw on the pipe, then silence
+            with open(os.environ["PIPE_BYTES"], "rb") as fh:
+                os.write(_pipe().fileno(), fh.read())
+            time.sleep(3600)
         if "prints" in layers:  # a chatty framework, whose reader may be gone
             for n in range(2000):
                 print(f"framework progress {n}", flush=True)
