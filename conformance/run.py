@@ -74,7 +74,9 @@ class Run:
         return " ".join(value for axis, value in shown if value != AXIS[axis].plain)
 
     def describe(self) -> str:
-        return f"{self.framework} {self.version} ({self.device}, {self.execution.replace(' ', ', ')})"
+        """e.g. "paddle 2.6.2 (cpu, graph (to_static), loop)"."""
+        mode = f"{self.mode} ({self.backend})" if self.backend else self.mode
+        return f"{self.framework} {self.version} ({self.device}, {mode}, {self.api})"
 
 
 def scoped(scope: dict, run: Run) -> bool:
