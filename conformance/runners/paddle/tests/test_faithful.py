@@ -11,7 +11,7 @@ from conformance.engine.scenario import batch, initial_values, observe
 from conformance.runners.paddle.runner import PaddleRunner
 from conformance.spec import FEATURES
 
-from .support import SPEC, paddle, record, started
+from .common import SPEC, paddle, record, started
 
 
 def _set(layer, init, name):

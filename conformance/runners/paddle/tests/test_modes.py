@@ -9,7 +9,7 @@ from conformance.engine.scenario import batch, initial_values, observe
 from conformance.runners.base import Unavailable, Unsupported
 from conformance.runners.paddle.runner import PaddleRunner
 
-from .support import SPEC, assert_observes_as_dygraph, paddle, started
+from .common import SPEC, assert_observes_as_dygraph, paddle, started
 
 
 # ---------------------------------------------------------------- devices, and what the room refuses

@@ -3,7 +3,7 @@ agreeing with the suite's record of the seed case it became."""
 import numpy as np
 import pytest
 
-from .support import paddle, record
+from .common import paddle, record
 
 
 class Cifar(paddle.nn.Layer):
