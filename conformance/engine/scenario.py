@@ -211,10 +211,12 @@ def checked(obs, case: Case, like: Observation) -> Observation:
     for i, step in enumerate(steps):
         if type(step) is not StepObservation:
             raise BadObservation(f"step {i} is {type(step).__name__}, not a StepObservation")
-        loss = _real(getattr(step, "loss", None))
+        raw = getattr(step, "loss", None)
+        loss = _real(raw)
         if loss is None:
-            raise BadObservation(f"step {i} loss is {type(getattr(step, 'loss', None)).__name__}, not a real number "
-                                 "(or one too large for a float)")
+            raise BadObservation(f"step {i} loss is {type(raw).__name__}, " + (
+                "too large for a float" if isinstance(raw, (int, np.integer)) and type(raw) is not bool
+                else "not a real number"))
         grads = _dict_of(getattr(step, "grads", None), names, f"step {i} grads",
                          lambda g, what, name: None if g is None else array(g, what, name))
         values = _dict_of(getattr(step, "values", None), names, f"step {i} values", array)

@@ -93,7 +93,7 @@ def spec_md() -> str:
                f"most {spec_model.MAX_CASE_INSTANCES} instances and the spec at most {MAX_INSTANCES}; a case's run "
                f"observes at most {spec_model.MAX_OBSERVED:,} numbers (every parameter and statistic at every step) "
                f"and a step's activations hold at most {spec_model.MAX_ACTIVATIONS:,} (batch x widest layer). "
-               "Layer names are letters, digits and _.\n")
+               "Layer names are letters, digits, _ and -.\n")
     out.append("\n## Features beyond the core loop\n\nAn adapter lists those it expresses; a case that needs "
                "one it lacks is `unsupported` with that reason, never run with the setting dropped.\n\n")
     out.append(_table(["feature", "what"], [[f"`{k}`", v] for k, v in FEATURES.items()]))

@@ -131,9 +131,9 @@ class Model(_Strict):
     @field_validator("layers")
     @classmethod
     def _plain_names(cls, layers):
-        bad = [name for name in layers if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", str(name))]
+        bad = [name for name in layers if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", str(name))]
         if bad:  # a parameter is named layer.role: a dot (or a space) in a layer's name would be ambiguous
-            raise ValueError(f"layer name {bad[0]!r}: letters, digits and _ only, not starting with a digit")
+            raise ValueError(f"layer name {bad[0]!r}: letters, digits, _ and - only, starting with a letter or _")
         return layers
 
     def spec(self, layer: str) -> Layer:

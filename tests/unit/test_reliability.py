@@ -135,7 +135,7 @@ from test_schema import GOOD, error_of  # noqa: E402
 
 @pytest.mark.parametrize("old, new, message", [
     ("{step: 0, grad:", "{step: [], grad:", "cases.0.expect.0.step: an empty list names no step"),
-    ("a: {linear: [2, 2]}", "a.b: {linear: [2, 2]}", "layer name 'a.b': letters, digits and _ only"),
+    ("a: {linear: [2, 2]}", "a.b: {linear: [2, 2]}", "layer name 'a.b': letters, digits, _ and - only"),
     ("    model:\n", "    variants: {x: {matrix.optimizer: [sgd]}}\n    model:\n", "variant 'x' sets 'matrix.optimizer'"),
     ("a: {linear: [2, 2]}\n", "a: {linear: [1024, 1024]}\n", "the run would observe"),  # with 30 steps: see below
     ("      - {path: [a]}\n", "      - {path: [a], batch: 99999999999999999999}\n", "less than or equal to 1000000"),
@@ -160,7 +160,7 @@ def test_an_observation_with_a_number_too_large_for_a_float_is_that_cases_error(
     inst = next(i for i in load_spec() if i.case.id == "seed-2-plain-list-sublayers")
     obs = observe(ReferenceRunner(), inst.case)
     obs.steps[0].loss = 10 ** 400
-    with pytest.raises(BadObservation, match="step 0 loss is int, not a real number"):
+    with pytest.raises(BadObservation, match="step 0 loss is int, too large for a float"):
         checked(obs, inst.case, observe(ReferenceRunner(), inst.case))
 
 
@@ -191,8 +191,11 @@ def test_report_replaces_its_files_whole_and_never_follows_a_link(tmp_path, caps
 
 
 def test_report_refuses_a_missing_results_folder(tmp_path, capsys):
-    assert main(["report", "--results", str(tmp_path / "nope"), "--out", str(tmp_path / "site")]) == 2
-    assert "no such folder" in capsys.readouterr().err
+    (tmp_path / "results").mkdir()
+    assert main(["report", "--results", str(tmp_path / "nope"), str(tmp_path / "results"),
+                 "--out", str(tmp_path / "site")]) == 2
+    assert "nope: no such folder (the page shows the other folders)" in capsys.readouterr().err
+    assert (tmp_path / "site" / "index.html").is_file()
 
 
 def test_csv_cells_from_results_are_text_and_findings_hold_no_html(tmp_path):
