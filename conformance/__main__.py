@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import results
 from .engine.judge import DEFAULT_TIMEOUT, explain, one_line
-from .engine.worker import Worker, WorkerFailed, run_isolated
+from .engine.worker import TAG, Worker, WorkerFailed, end_strays, run_isolated, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run
 from .runners import FRAMEWORKS, FrameworkMissing, Unavailable, Unsupported, adapter_path, offers
@@ -245,6 +245,7 @@ def cmd_run(args) -> int:
         return workers[-1]
 
     workers = []
+    tag = tag_run()
     new_worker()  # the framework imports while the spec loads
 
     try:
@@ -270,6 +271,8 @@ def cmd_run(args) -> int:
     finally:
         for worker in workers:
             worker.close()
+        end_strays(tag)  # what the workers started outside their process group
+        os.environ.pop(TAG, None)
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 

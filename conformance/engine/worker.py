@@ -14,6 +14,7 @@ import pickle
 import signal
 import sys
 import time
+from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
@@ -30,6 +31,36 @@ START_TRIES = 3  # a replacement worker may itself be killed while it starts
 MAX_REPLY = 64 << 20  # bytes: an observation of the spec's tiny models is a few KiB
 MAX_WORD = 64  # characters of the version and backend an adapter reports: they name the results file
 EXIT_GRACE_S = 1.0  # a worker that closed its pipe gets this long to exit by itself, so its own status shows
+
+
+TAG = "CONFORMANCE_RUN_TAG"  # in a worker's environment, so every process it starts carries it too
+
+
+def tag_run() -> str:
+    """Mark the workers this run starts from now on: they (and whatever they start, in any session)
+    inherit the tag through their environment, so end_strays finds them at the run's end."""
+    resource_tracker.ensure_running()  # multiprocessing's own helper outlives runs: it must not carry the tag
+    os.environ[TAG] = f"{os.getpid()}-{time.monotonic_ns()}"
+    return os.environ[TAG]
+
+
+def end_strays(tag: str) -> list[int]:
+    """Linux: kill every process but this one that carries the run's tag: what the run's workers
+    left behind, such as a child that started a session of its own (out of reach of the worker's
+    process group). Returns their pids."""
+    marker, ended = f"{TAG}={tag}\0".encode(), []
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as fh:
+                if marker not in fh.read() + b"\0":
+                    continue
+            os.kill(int(entry.name), signal.SIGKILL)
+            ended.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return ended
 
 
 class WorkerFailed(Exception):

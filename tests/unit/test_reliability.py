@@ -91,6 +91,26 @@ def test_a_framework_that_prints_to_a_closed_stdout_still_runs(tmp_path):
     assert {c.id: c.verdict for c in results.read(out).cases} == {"pipe-prints": "conform", "healthy-0": "conform"}
 
 
+def test_a_process_the_worker_started_in_a_session_of_its_own_ends_with_the_run(tmp_path):
+    pid_file = tmp_path / "daemon.pid"
+    env = {**os.environ, "DAEMON_PID": str(pid_file),
+           "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "conformance", "--spec", str(FAULTS / "pipe"), "run",
+                           "--framework", "reference", "--adapter", "pipe_adapter:PipeRunner",
+                           "--out", str(tmp_path / "r.json"), "--case", "pipe-daemon"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    daemon = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{daemon}").exists() and \
+            Path(f"/proc/{daemon}/stat").read_text().split()[2] != "Z":
+        time.sleep(0.1)
+    gone = not Path(f"/proc/{daemon}").exists() or Path(f"/proc/{daemon}/stat").read_text().split()[2] == "Z"
+    if not gone:
+        os.kill(daemon, 9)
+    assert gone, "a process the worker started outlived the run"
+
+
 # ---------------------------------------------------------------- the pipe at the byte level
 import pickle  # noqa: E402
 import struct  # noqa: E402

@@ -35,6 +35,18 @@ class PipeRunner(ReferenceRunner):
             with open(os.environ["PIPE_BYTES"], "rb") as fh:
                 os.write(_pipe().fileno(), fh.read())
             time.sleep(3600)
+        if "daemon" in layers:  # a grandchild in a session of its own (a framework's server process)
+            pid = os.fork()
+            if pid == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    with open(os.environ["DAEMON_PID"], "w") as fh:
+                        fh.write(str(os.getpid()))
+                    for fd in (0, 1, 2):  # holds none of the run's pipes: nothing else would notice it
+                        os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+                    time.sleep(600)
+                os._exit(0)
+            os.waitpid(pid, 0)
         if "prints" in layers:  # a chatty framework, whose reader may be gone
             for n in range(2000):
                 print(f"framework progress {n}", flush=True)
