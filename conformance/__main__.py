@@ -1,4 +1,4 @@
-"""Command line: python -m conformance list | run | repro | report | docs.
+"""Command line: python -m conformance list | run | repro | report | docs | audit.
 
 Exit status: 0 when the run completed (divergences are findings, not failures); 2 for bad
 arguments, a malformed spec or results file, or a --out that another run is writing; 3 when
@@ -6,7 +6,7 @@ the framework, device, mode, api or backend is not available here; 4 when the fr
 130 / 143 / 129 when stopped by SIGINT / SIGTERM / SIGHUP (the cases finished so far are written,
 marked incomplete); 5, whatever else happened, when the results could not be saved at the end
 (the file keeps the last version that was saved). `repro` exits 1 when the framework raised (the
-one-line error is what it shows); `docs --check` exits 1 when a generated page differs.
+one-line error is what it shows); `docs --check` exits 1 when a generated page differs. `audit` has its own statuses (auditor/cli.py).
 """
 from __future__ import annotations
 
@@ -475,13 +475,15 @@ def main(argv=None) -> int:
     p_docs = sub.add_parser("docs", help="write docs/*.md (vocabulary, cases, variants, rooms) from the committed inputs")
     p_docs.add_argument("--out", type=Path, default=None, help="folder (default: the checkout's docs/)")
     p_docs.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each page that differs")
+    from .auditor.cli import add_parser as add_audit, cmd_audit
+    add_audit(sub)
     args = parser.parse_args(argv)
     if args.command == "docs" and args.out is None:
         from .report.docs import DOCS_DIR
         args.out = DOCS_DIR
     try:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report,
-                "docs": cmd_docs}[args.command](args)
+                "docs": cmd_docs, "audit": cmd_audit}[args.command](args)
     except (SpecError, UsageError) as exc:
         _say(f"error: {exc}", sys.stderr)
         return 2

@@ -67,7 +67,7 @@ class WorkerFailed(Exception):
     """The worker could not start; the message is one line."""
 
 
-def _die_with(parent: int) -> None:
+def die_with(parent: int) -> None:
     """Linux: the kernel kills this process when its parent dies, even by SIGKILL, which gives the
     parent no chance to end it (the worker runs in a session of its own, out of the parent's group)."""
     if sys.platform.startswith("linux"):
@@ -77,7 +77,7 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-class _Unread:
+class Unread:
     """A text stream whose reader may be gone (`run ... | head`): what a framework prints must not
     fail the case it prints in."""
 
@@ -102,8 +102,8 @@ class _Unread:
 
 def _worker_main(conn, path: str, run: Run, parent: int) -> None:
     os.setsid()  # a process group of its own: killing the group also ends whatever it forks
-    _die_with(parent)
-    sys.stdout, sys.stderr = _Unread(sys.stdout), _Unread(sys.stderr)
+    die_with(parent)
+    sys.stdout, sys.stderr = Unread(sys.stdout), Unread(sys.stderr)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import faulthandler
     faulthandler.enable()  # a native crash leaves a Python traceback on stderr

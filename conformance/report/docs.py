@@ -4,7 +4,8 @@ committed files to what this writes.
 - spec.md: the case vocabulary, from the pydantic models' field descriptions, and the layer kinds;
 - cases.md: every case of the spec, by topic;
 - variants.md: every variant of the reference semantics, and the rooms whose known.yaml lists it;
-- rooms.md: the run axes, and each room's runs and expected outcomes.
+- rooms.md: the run axes, and each room's runs and expected outcomes;
+- audit.md: the kinds of finding of `audit`, and the rooms with a probe.
 
 What runs find (verdicts per run, the seeds' outcomes) depends on the runs: the report holds it.
 """
@@ -175,7 +176,28 @@ def rooms_md() -> str:
     return "".join(out)
 
 
-PAGES = {"spec.md": spec_md, "cases.md": cases_md, "variants.md": variants_md, "rooms.md": rooms_md}
+def audit_md() -> str:
+    from ..auditor.cli import BAD_INPUT, FINDINGS, STEP_FAILED
+    from ..auditor.kinds import KINDS
+    from ..runners import room
+    probes = [f for f in ROOMS if getattr(room(f), "AUDIT", None)]
+    out = [_stamp("conformance/auditor/kinds.py and the rooms' __init__.py (AUDIT)"), "# The audit's findings\n\n",
+           "`python -m conformance audit FILE.py:FUNC --framework F` runs a user's own training step and "
+           "reports these kinds, most severe first. A finding's variant is the first of its kind's that the "
+           "framework's profile (`known.yaml`) holds for the installed version; without one, the model's "
+           "own code causes it under the reference semantics too.\n\n",
+           f"Rooms with a probe: {', '.join(probes) or 'none'}.\n\n",
+           f"Exit status: 0 no finding outside `--allow`; {FINDINGS} findings outside it; {BAD_INPUT} bad input "
+           f"(the target, what FUNC returns, a model of another framework, the options, the allow file); "
+           f"{STEP_FAILED} the step raised, hung past `--timeout`, crashed, or changed nothing.\n\n",
+           _table(["kind", "what", "explained by"],
+                  [[f"`{name}`", kind.title, ", ".join(f"`{v}`" for v in kind.variants) or "the model's code"]
+                   for name, kind in KINDS.items()])]
+    return "".join(out)
+
+
+PAGES = {"spec.md": spec_md, "cases.md": cases_md, "variants.md": variants_md, "rooms.md": rooms_md,
+         "audit.md": audit_md}
 
 
 def write(out: Path = DOCS_DIR) -> list[Path]:

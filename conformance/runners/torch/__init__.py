@@ -1,11 +1,12 @@
 """The torch room. runner.py: the adapter (the hand-written loop); graph.py: --mode graph
-(torch.compile); trainer.py: why there is no --api trainer; known.yaml: its semantic profile;
+(torch.compile); audit.py: the probe of `audit`; trainer.py: why there is no --api trainer; known.yaml: its semantic profile;
 expected.yaml: its outcomes that are neither conform nor documented; confirm/: one standalone snippet
 per variant; tests/: the adapter held to hand-written torch code."""
 from ..base import Offers
 from .trainer import NO_TRAINER
 
 ADAPTER = "conformance.runners.torch.runner:TorchRunner"
+AUDIT = "conformance.runners.torch.audit:TorchProbe"  # python -m conformance audit
 # aot_eager: dynamo + AOTAutograd (where compiled gradient semantics live), graphs run by eager
 # kernels; inductor: the default backend, which also generates C++ (CPU) / Triton (CUDA) code
 OFFERS = Offers(devices=("cpu", "cuda"),

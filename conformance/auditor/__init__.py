@@ -1,0 +1,99 @@
+"""The audit of a user's own model: `conformance.audit(model, optimizer, step, framework=...)` in Python,
+`python -m conformance audit FILE.py:FUNC --framework F` on the command line (auditor/cli.py).
+
+The user's step runs as it is, `steps` times; the room's probe (runners/<fw>/audit.py) reads what it
+did (observe.py), and framework-neutral rules turn that into findings (findings.py, kinds.py).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .findings import Finding, analyse, explain, step_problem
+from .kinds import KINDS
+from .observe import AuditInputError, Inventory, Probe, StepObservation, observe_step
+
+DEFAULT_STEPS = 3
+
+
+class AuditError(Exception):
+    """The audit could not finish: the user's step raised, or says nothing about training. One line."""
+
+
+@dataclass
+class AuditReport:
+    inventory: Inventory
+    steps: list[StepObservation] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: Optional[str] = None
+
+    def kinds(self) -> dict[str, list[str]]:
+        """{kind: [subject, ...]}: the findings in brief, for a user's own assertions."""
+        out: dict[str, list[str]] = {}
+        for finding in self.findings:
+            out.setdefault(finding.kind, []).append(finding.subject)
+        return out
+
+
+def probe_class(framework: str) -> type[Probe]:
+    """The room's probe class; AuditInputError naming what is missing."""
+    from ..runners import ROOMS, room
+    if framework not in ROOMS:
+        raise AuditInputError(f"unknown framework {framework!r}; choose from {', '.join(ROOMS)}")
+    path = getattr(room(framework), "AUDIT", None)
+    if path is None:
+        raise AuditInputError(f"the {framework} room has no audit probe yet")
+    module_name, class_name = path.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise AuditInputError(f"{framework} is not installed in this environment ({exc.name} missing)") from None
+    return getattr(module, class_name)
+
+
+def report(inventory: Inventory, steps: list[StepObservation], error: Optional[str] = None) -> AuditReport:
+    """Findings and notes from what was observed (so far, if error says why it stopped)."""
+    findings, notes = analyse(inventory, steps)
+    explain(findings, inventory.framework, inventory.version)
+    return AuditReport(inventory=inventory, steps=steps, findings=findings, notes=notes, error=error)
+
+
+def audit(model, optimizer, step: Callable[[], object], framework: str, steps: int = DEFAULT_STEPS,
+          on_step: Optional[Callable[[StepObservation], None]] = None) -> AuditReport:
+    """Run `step` (one training step exactly as the user's loop runs it) `steps` times on `model` and
+    `optimizer`, and return the findings. The step's own exception propagates as AuditError (one
+    line, the cause chained) after the probe is removed; the model keeps the steps it took."""
+    if not callable(step):
+        raise AuditInputError(f"step is a {type(step).__name__}, not a callable")
+    if not isinstance(steps, int) or steps < 1:
+        raise AuditInputError(f"steps must be a whole number from 1, not {steps!r}")
+    probe = probe_class(framework)(model, optimizer)
+    inventory = probe.inventory()
+    names = [p.name for p in inventory.params]
+    observed: list[StepObservation] = []
+    probe.install()
+    try:
+        for index in range(steps):
+            try:
+                obs = observe_step(probe, step, index, names)
+            except Exception as exc:
+                raise AuditError(f"step {index + 1} of {steps} raised {type(exc).__name__}: "
+                                 f"{_first_line(exc)}") from exc
+            observed.append(obs)
+            if on_step is not None:
+                on_step(obs)
+    finally:
+        probe.uninstall()
+    result = report(inventory, observed)
+    result.error = step_problem(observed)
+    return result
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:500] if lines else ""
+
+
+__all__ = ["AuditError", "AuditInputError", "AuditReport", "Finding", "KINDS", "audit", "probe_class", "report"]

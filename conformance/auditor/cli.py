@@ -1,0 +1,332 @@
+"""`python -m conformance audit FILE.py:FUNC --framework F [--steps N] [--json PATH] [--allow FILE]`.
+
+The user's code runs in a child process (spawned, in a session of its own, ended with the parent),
+so a step that hangs is stopped at --timeout and one that crashes the interpreter costs nothing but
+its own step. The child sends what the probe observed, as JSON, after each step; the parent validates
+it, derives the findings, and rewrites --json each time, so a crash loses no step already taken.
+
+Exit status: 0 no finding outside --allow; 1 findings outside --allow; 2 bad input (the target, FUNC
+or what it returns, a model of another framework, the --allow file, the options); 3 the user's step
+raised, hung, crashed, or changed nothing (the findings of the steps before are still shown and saved).
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import multiprocessing
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..engine.judge import one_line
+from ..engine.worker import Unread, die_with, end_strays, tag_run, TAG
+from ..spec.safe_yaml import SpecError, load_yaml, validate
+from . import AuditReport, DEFAULT_STEPS, report
+from .findings import Finding, step_problem
+from .kinds import KINDS
+from .observe import AuditInputError, Inventory, StepObservation, observe_step
+
+SCHEMA = 1                 # of the --json document
+MAX_MESSAGE = 256 << 20    # bytes of one message from the child
+DEFAULT_TIMEOUT = 600.0    # seconds for loading FUNC, and for each step
+FINDINGS, BAD_INPUT, STEP_FAILED = 1, 2, 3
+TARGET = re.compile(r"(?P<file>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)")
+
+
+class Allow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: str
+    subject: str = Field(min_length=1, max_length=400)  # a glob over parameter names and layer paths
+    reason: str = Field(min_length=1, max_length=2000)
+
+    def covers(self, finding: Finding) -> bool:
+        return finding.kind == self.kind and fnmatch.fnmatchcase(finding.subject, self.subject)
+
+
+class AllowFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    allow: list[Allow] = Field(default_factory=list, max_length=10_000)
+
+
+def load_allow(path: Path) -> list[Allow]:
+    raw = load_yaml(path)
+    entries = validate(AllowFile, raw if raw is not None else {}, path).allow
+    for n, entry in enumerate(entries):
+        if entry.kind not in KINDS:
+            raise SpecError(f"{path}: allow[{n}]: unknown kind {entry.kind!r}; known: {', '.join(KINDS)}")
+    return entries
+
+
+# ------------------------------------------------------------------ the child: the user's code
+def _send(conn, *message) -> None:
+    conn.send_bytes(json.dumps(message).encode())
+
+
+def _load_target(file: str, func: str) -> dict:
+    """FUNC() of FILE, checked: a dict holding model, optimizer and a callable step."""
+    import importlib.util
+    path = Path(file).resolve()
+    sys.path.insert(0, str(path.parent))  # as `python FILE` would: the user's file imports its neighbours
+    spec = importlib.util.spec_from_file_location(f"_audited_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise AuditInputError(f"{file} failed to import: {one_line(exc)}") from None
+    target = getattr(module, func, None)
+    if not callable(target):
+        raise AuditInputError(f"{file} defines no function {func}")
+    try:
+        built = target()
+    except Exception as exc:
+        raise AuditInputError(f"{func}() raised {one_line(exc)}") from None
+    if not isinstance(built, dict):
+        raise AuditInputError(f"{func}() returned a {type(built).__name__}, not a dict with model, optimizer and step")
+    missing = [key for key in ("model", "optimizer", "step") if key not in built]
+    if missing:
+        raise AuditInputError(f"{func}() returned a dict without {', '.join(missing)}")
+    if not callable(built["step"]):
+        raise AuditInputError(f"{func}()['step'] is a {type(built['step']).__name__}, not a callable")
+    return built
+
+
+def _child(conn, file: str, func: str, framework: str, steps: int, parent: int) -> None:
+    os.setsid()
+    die_with(parent)
+    sys.stdout, sys.stderr = Unread(sys.stdout), Unread(sys.stderr)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's
+    import faulthandler
+    faulthandler.enable()
+    from . import probe_class
+    try:
+        built = _load_target(file, func)
+        probe = probe_class(framework)(built["model"], built["optimizer"])
+        inventory = probe.inventory()
+    except AuditInputError as exc:
+        _send(conn, "bad-input", str(exc))
+        return
+    except Exception as exc:
+        _send(conn, "bad-input", f"the {framework} probe could not read the model: {one_line(exc)}")
+        return
+    _send(conn, "inventory", inventory.model_dump())
+    names = [p.name for p in inventory.params]
+    probe.install()
+    for index in range(steps):
+        _send(conn, "starting", index)
+        try:
+            obs = observe_step(probe, built["step"], index, names)
+        except Exception as exc:
+            _send(conn, "step-failed", f"step {index + 1} of {steps} raised {one_line(exc)}")
+            return
+        _send(conn, "step", obs.model_dump())
+    probe.uninstall()
+    _send(conn, "done")
+
+
+# ------------------------------------------------------------------ the parent
+class _Stop(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _receive(conn, process, timeout: float, what: str) -> list:
+    if not conn.poll(timeout):
+        if process.is_alive():
+            raise _Stop(STEP_FAILED, f"{what} did not finish within {timeout:g} s (--timeout)")
+    try:
+        raw = conn.recv_bytes(MAX_MESSAGE)
+    except (EOFError, OSError):
+        process.join(1.0)
+        code = process.exitcode
+        how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit status {code}"
+        raise _Stop(STEP_FAILED, f"the audited process ended ({how}) during {what}") from None
+    try:
+        message = json.loads(raw)
+        if not (isinstance(message, list) and message and isinstance(message[0], str)):
+            raise ValueError("not a tagged message")
+        return message
+    except ValueError as exc:
+        raise _Stop(STEP_FAILED, f"unreadable message from the audited process during {what}: {exc}") from None
+
+
+def run_child(target: str, framework: str, steps: int, timeout: float,
+              on_step=None) -> tuple[Optional[Inventory], list[StepObservation], Optional[tuple[int, str]]]:
+    """(inventory, observed steps, (status, error line) or None) of the target run in a child."""
+    match = TARGET.fullmatch(target)
+    if not match:
+        return None, [], (BAD_INPUT, f"target {target!r} is not FILE.py:FUNC")
+    file, func = match["file"], match["func"]
+    if not Path(file).is_file():
+        return None, [], (BAD_INPUT, f"{file}: no such file")
+    ctx = multiprocessing.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    tag = tag_run()
+    process = ctx.Process(target=_child, args=(sender, file, func, framework, steps, os.getpid()), daemon=True)
+    inventory, observed = None, []
+    try:
+        process.start()
+        sender.close()
+        what = f"loading {target}"
+        while True:
+            message = _receive(receiver, process, timeout, what)
+            kind, rest = message[0], message[1:]
+            if kind == "bad-input":
+                return inventory, observed, (BAD_INPUT, str(rest[0])[:2000] if rest else "bad input")
+            if kind == "step-failed":
+                return inventory, observed, (STEP_FAILED, str(rest[0])[:2000] if rest else "step failed")
+            if kind == "inventory":
+                inventory = Inventory.model_validate(rest[0])
+            elif kind == "starting":
+                what = f"step {int(rest[0]) + 1} of {steps}"
+            elif kind == "step":
+                observed.append(StepObservation.model_validate(rest[0]))
+                if on_step is not None:
+                    on_step(inventory, observed)
+            elif kind == "done":
+                return inventory, observed, None
+            else:
+                raise _Stop(STEP_FAILED, f"unknown message {kind[:40]!r} from the audited process")
+    except _Stop as stop:
+        return inventory, observed, (stop.status, str(stop))
+    except (ValidationError, TypeError, IndexError, ValueError) as exc:
+        return inventory, observed, (STEP_FAILED, f"bad message from the audited process: {one_line(exc)}")
+    finally:
+        if process.is_alive():
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                process.kill()
+        process.join(5)
+        end_strays(tag)
+        os.environ.pop(TAG, None)
+
+
+def document(target: str, framework: str, steps: int, result: Optional[AuditReport], allow: list[Allow],
+             error: Optional[str]) -> dict:
+    """The --json document (schema SCHEMA)."""
+    findings = result.findings if result else []
+    allowed = {id(f) for f in findings if any(a.covers(f) for a in allow)}
+    stale = [a.model_dump() for a in allow if not any(a.covers(f) for f in findings)]
+    inventory = result.inventory if result else None
+    return {
+        "schema": SCHEMA, "target": target, "framework": framework,
+        "version": inventory.version if inventory else None,
+        "model_type": inventory.model_type if inventory else None,
+        "steps_requested": steps, "steps_done": len(result.steps) if result else 0,
+        "findings": [{**f.model_dump(), "allowed": id(f) in allowed} for f in findings],
+        "notes": result.notes if result else [],
+        "stale_allow": stale if error is None else [],
+        "error": error,
+    }
+
+
+def _write_json(path: Path, doc: dict) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
+    os.replace(temp, path)
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def table(doc: dict) -> str:
+    """The findings for people: grouped by kind, most severe first, one line each."""
+    lines = [f"audit of {doc['target']} ({doc['framework']} {doc['version'] or '?'}, "
+             f"{doc['model_type'] or '?'}): {doc['steps_done']} of {doc['steps_requested']} steps"]
+    by_kind: dict[str, list[dict]] = {}
+    for finding in doc["findings"]:
+        by_kind.setdefault(finding["kind"], []).append(finding)
+    for kind, found in by_kind.items():
+        lines.append("")
+        lines.append(f"{kind} ({len(found)}): {KINDS[kind].title}")
+        first = found[0]
+        if first["variant"]:
+            lines.append(f"  explained by {first['variant']}: {first['link'] or 'no upstream page'}")
+        else:
+            lines.append(f"  cause: the model's own code (no variant in {doc['framework']}'s profile produces it)")
+        if first["porting"]:  # the clause before the colon: the variant and where it holds, or "not ..."
+            lines.append("  elsewhere: " + "; ".join(f"{fw}: {note.split(':', 1)[0]}"
+                                                     for fw, note in first["porting"].items()))
+        for f in found:
+            steps = f" steps {','.join(str(s + 1) for s in f['steps'])}" if f["steps"] else ""
+            numbers = " ".join(f"{k}={int(v) if float(v).is_integer() else format(v, '.3g')}"
+                               for k, v in f["numbers"].items())
+            mark = " [allowed]" if f["allowed"] else ""
+            lines.append(_printable(f"  {f['subject']} ({f['layer_type']}){steps}: {f['detail']}; {numbers}{mark}"))
+    if not doc["findings"]:
+        lines.append("no findings")
+    for note in doc["notes"]:
+        lines.append(_printable(f"note: {note}"))
+    for entry in doc["stale_allow"]:
+        lines.append(_printable(f"stale allow entry (matches nothing): {entry['kind']} {entry['subject']}"))
+    if doc["error"]:
+        lines.append(_printable(f"error: {doc['error']}"))
+    return "\n".join(lines)
+
+
+def cmd_audit(args) -> int:
+    from ..runners import ROOMS
+    if args.framework not in ROOMS:
+        print(f"error: unknown framework {args.framework!r}; choose from {', '.join(ROOMS)}", file=sys.stderr)
+        return BAD_INPUT
+    if not 1 <= args.steps <= 10_000:
+        print(f"error: --steps {args.steps}: expected 1 to 10000", file=sys.stderr)
+        return BAD_INPUT
+    if not 0 < args.timeout <= 86_400:
+        print(f"error: --timeout {args.timeout:g}: expected more than 0 and at most 86400 s", file=sys.stderr)
+        return BAD_INPUT
+    try:
+        allow = load_allow(Path(args.allow)) if args.allow else []
+    except SpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    json_path = Path(args.json) if args.json else None
+    if json_path is not None and (json_path.is_dir() or not json_path.parent.is_dir()):
+        print(f"error: --json {json_path}: not a file in an existing folder", file=sys.stderr)
+        return BAD_INPUT
+    started = time.monotonic()
+
+    def progress(inventory, observed):
+        obs = observed[-1]
+        print(f"step {obs.step + 1}/{args.steps}: {obs.seconds:.2f} s, {obs.updates} update(s)", file=sys.stderr)
+        if json_path is not None:
+            _write_json(json_path, document(args.target, args.framework, args.steps,
+                                            report(inventory, observed), allow, "incomplete: the audit is running"))
+
+    print(f"auditing {args.target} on {args.framework}, {args.steps} step(s)", file=sys.stderr)
+    inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress)
+    if failure is None:
+        problem = step_problem(observed)
+        failure = (STEP_FAILED, problem) if problem else None
+    result = report(inventory, observed) if inventory is not None else None
+    doc = document(args.target, args.framework, args.steps, result, allow, failure[1] if failure else None)
+    if json_path is not None:
+        _write_json(json_path, doc)
+    if inventory is None:  # nothing was read of the model: the one line is all there is to say
+        print(_printable(f"error: {failure[1]}"), file=sys.stderr)
+        return failure[0]
+    print(table(doc))
+    print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
+    if failure is not None:
+        return failure[0]
+    return FINDINGS if any(not f["allowed"] for f in doc["findings"]) else 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("audit", help="audit a user's own model, optimizer and training step")
+    p.add_argument("target", help="FILE.py:FUNC; FUNC() returns {'model': ..., 'optimizer': ..., 'step': callable}")
+    p.add_argument("--framework", required=True, help="the framework the model is written in")
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps to run (default {DEFAULT_STEPS})")
+    p.add_argument("--json", help="write the findings here as JSON (rewritten after each step)")
+    p.add_argument("--allow", help="YAML: allow: [{kind, subject (a glob), reason}]; findings it covers do not fail")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds for loading FUNC and for each step (default {DEFAULT_TIMEOUT:g})")
+    p.set_defaults(func=cmd_audit)

@@ -1,0 +1,39 @@
+"""The audit's examples (examples/audit/<framework>/) and what each must give (its expected.yaml),
+for the rooms' tests: every example is held to its exact findings."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from ..spec.safe_yaml import load_yaml
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "audit"
+
+
+def expected(framework: str) -> dict[str, dict[str, tuple]]:
+    """{FILE.py:FUNC: {kind: (variant, sorted subjects)}} of the framework's examples."""
+    raw = load_yaml(EXAMPLES_DIR / framework / "expected.yaml") or {}
+    return {target: {kind: (spec.get("variant"), sorted(spec["subjects"])) for kind, spec in (kinds or {}).items()}
+            for target, kinds in raw.items()}
+
+
+def build(framework: str, target: str) -> dict:
+    """FUNC() of the example FILE.py:FUNC, its folder on sys.path as `python FILE` would put it."""
+    file, func = target.split(":")
+    folder = EXAMPLES_DIR / framework
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(f"audit_example_{framework}_{file[:-3]}", folder / file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, func)()
+
+
+def observed(report) -> dict[str, tuple]:
+    """An AuditReport in expected()'s form."""
+    out: dict[str, tuple] = {}
+    for finding in report.findings:
+        variant, subjects = out.get(finding.kind, (finding.variant, []))
+        out[finding.kind] = (variant, sorted([*subjects, finding.subject]))
+    return out

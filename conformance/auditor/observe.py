@@ -1,0 +1,157 @@
+"""What an audit observes of a user's model, optimizer and step, framework-neutrally.
+
+A room's probe (runners/<fw>/audit.py, a `Probe`) reads the framework: what the model registers and
+what its plain containers hold (`inventory`), every parameter's and statistic's value (`values`), and,
+hooked into the optimizer's update, each gradient as the update receives it and each layer's mode
+then (`take_updates`). `observe` runs the user's step N times between those reads and compares
+values exactly (never allclose: a decayed unused head moves by 1e-6 a step).
+
+The models here cross a process boundary (the CLI runs the user's code in a child): they are
+validated where they arrive.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Callable, Literal, Optional
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_NAME = 400     # characters of a parameter name or layer path
+MAX_ITEMS = 200_000  # parameters or layers of one model
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Param(_Strict):
+    """A parameter or running statistic the model holds, registered or reachable only through plain
+    Python containers on its attributes (then named by that attribute path)."""
+    name: str = Field(max_length=MAX_NAME)
+    layer: str = Field(max_length=MAX_NAME)  # the layer holding it ("" for the model itself)
+    layer_type: str = Field(max_length=MAX_NAME)
+    size: int = Field(ge=0)
+    trainable: bool        # the framework's own flag (requires_grad, not stop_gradient, trainable)
+    statistic: bool        # running statistics (BatchNorm moving mean and variance)
+    registered: bool
+    in_optimizer: bool
+    decayed: Optional[bool] = None  # whether the optimizer's weight decay applies to it (None: unknown)
+
+
+class Layer(_Strict):
+    path: str = Field(max_length=MAX_NAME)
+    type: str = Field(max_length=MAX_NAME)
+    registered: bool
+
+
+class DecaySetting(_Strict):
+    """An optimizer setting that exempts parameters from weight decay, and what it exempts here."""
+    setting: str = Field(max_length=2000)          # as the user wrote it, e.g. exclude_from_weight_decay(var_names=[...])
+    names: list[str] = Field(max_length=10_000)    # the names or patterns it gives
+    excludes: list[str] = Field(max_length=MAX_ITEMS)  # the parameters it exempts in this model
+    unmatched: list[str] = Field(default_factory=list, max_length=10_000)  # its names that exempt nothing
+
+
+class Inventory(_Strict):
+    framework: str = Field(max_length=40)
+    version: str = Field(max_length=64)
+    model_type: str = Field(max_length=MAX_NAME)
+    params: list[Param] = Field(max_length=MAX_ITEMS)
+    layers: list[Layer] = Field(max_length=MAX_ITEMS)
+    decay_settings: list[DecaySetting] = Field(default_factory=list, max_length=100)
+    has_modes: bool  # whether layers have a train/eval mode (Keras layers take `training` per call)
+
+
+Grad = Literal["none", "zero", "nonzero", "unread"]
+
+
+class ParamStep(_Strict):
+    grad: Grad                      # at the update; unread: the update does not see this parameter
+    grad_norm: Optional[float] = None
+    moved: bool                     # any element changed, compared exactly
+    change: float = 0.0             # largest absolute change of an element
+    was_zero: bool                  # every element was exactly 0 before the step
+
+
+class StepObservation(_Strict):
+    step: int = Field(ge=0)
+    updates: int = Field(ge=0)      # how many times the optimizer's update ran in the step
+    model_training: Optional[bool] = None        # the model's mode at the (first) update
+    modes: dict[str, bool] = Field(default_factory=dict, max_length=MAX_ITEMS)  # layer path -> training, at the update
+    params: dict[str, ParamStep] = Field(max_length=MAX_ITEMS)
+    seconds: float = Field(ge=0)
+
+
+class AuditInputError(Exception):
+    """What the user handed over cannot be audited (a model of another framework, an optimizer that
+    is not one): one line saying what and where."""
+
+
+class Probe(ABC):
+    """A room's view of one user's model and optimizer. The constructor checks they are the
+    framework's own (AuditInputError otherwise) and changes nothing."""
+
+    framework = ""
+
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+
+    @abstractmethod
+    def inventory(self) -> Inventory:
+        """What the model holds and the optimizer holds, read without running anything."""
+
+    @abstractmethod
+    def values(self) -> dict[str, np.ndarray]:
+        """A copy of every parameter and statistic of the inventory, by name."""
+
+    @abstractmethod
+    def install(self) -> None:
+        """Hook the optimizer's update so that each call records the gradients it receives and the
+        layers' modes, without changing what the update does."""
+
+    @abstractmethod
+    def uninstall(self) -> None:
+        """Undo install: the model and optimizer are as they were handed over."""
+
+    @abstractmethod
+    def take_updates(self) -> list[dict]:
+        """The updates recorded since the last call, oldest first, each
+        {"grads": {name: (state, norm)}, "model_training": bool | None, "modes": {path: bool}}."""
+
+
+def grad_state(array: np.ndarray) -> tuple[str, float]:
+    """("zero" | "nonzero", L2 norm) of a gradient as the update received it."""
+    norm = float(np.linalg.norm(array.astype(np.float64, copy=False).ravel()))
+    return ("zero" if not np.any(array) else "nonzero"), norm
+
+
+def observe_step(probe: Probe, step: Callable[[], object], index: int, names: list[str]) -> StepObservation:
+    """Run the user's step once between two reads of every value, and return what changed and what
+    the updates saw. The step's own exceptions propagate."""
+    import time
+    before = probe.values()
+    start = time.perf_counter()
+    step()
+    seconds = time.perf_counter() - start
+    updates = probe.take_updates()
+    after = probe.values()
+    grads: dict[str, tuple[str, Optional[float]]] = {}
+    for update in updates:  # several updates in a step: a gradient any of them saw counts
+        for name, (state, norm) in update["grads"].items():
+            if grads.get(name, ("none",))[0] != "nonzero":
+                grads[name] = (state, norm)
+    first = updates[0] if updates else {}
+    params = {}
+    for name in names:
+        old, new = before.get(name), after.get(name)
+        if old is None or new is None:
+            continue
+        changed = old.shape != new.shape or not np.array_equal(old, new)
+        change = float(np.max(np.abs(new.astype(np.float64) - old.astype(np.float64)))) \
+            if changed and old.shape == new.shape and old.size else 0.0
+        state, norm = grads.get(name, ("unread", None))
+        params[name] = ParamStep(grad=state, grad_norm=norm, moved=changed, change=change,
+                                 was_zero=not np.any(old))
+    return StepObservation(step=index, updates=len(updates), model_training=first.get("model_training"),
+                           modes=first.get("modes", {}), params=params, seconds=seconds)

@@ -1,0 +1,126 @@
+"""The audit on torch: every example of examples/audit/torch/ gives exactly the findings its
+expected.yaml lists, and the command line keeps its promises on bad input."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import conformance
+from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed
+
+EXPECTED = expected("torch")
+
+
+@pytest.mark.parametrize("target", sorted(EXPECTED))
+def test_each_example_gives_exactly_its_findings(target):
+    report = conformance.audit(**build("torch", target), framework="torch")
+    assert report.error is None
+    assert observed(report) == EXPECTED[target]
+
+
+def test_the_audit_does_not_change_what_the_step_does():
+    """The same seeded example, stepped with and without the audit, ends with the same weights."""
+    import torch
+    plain, audited = build("torch", "ddp_zero_loss_workaround.py:build"), build("torch", "ddp_zero_loss_workaround.py:build")
+    for _ in range(3):
+        plain["step"]()
+    conformance.audit(**audited, framework="torch")
+    for (name, a), (_, b) in zip(plain["model"].state_dict().items(), audited["model"].state_dict().items()):
+        assert torch.equal(a, b), name
+    assert not audited["optimizer"]._optimizer_step_pre_hooks  # the hook is gone
+
+
+def _audit(tmp_path, target, *options):
+    return subprocess.run([sys.executable, "-m", "conformance", "audit", target, "--framework", "torch",
+                           "--json", str(tmp_path / "audit.json"), *options],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_findings_outside_the_allow_file_exit_1_and_the_json_says_them(tmp_path):
+    done = _audit(tmp_path, str(EXAMPLES_DIR / "torch" / "seed2_plain_list_resnet.py:build"))
+    assert done.returncode == 1, done.stderr
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert doc["schema"] == 1 and doc["steps_done"] == 3 and doc["error"] is None
+    assert {f["kind"] for f in doc["findings"]} == {"unregistered"}
+    assert "block1.layers[0]" in done.stdout and "step 3/3" in done.stderr
+
+
+def test_an_allow_file_covers_findings_and_reports_its_stale_entries(tmp_path):
+    allow = tmp_path / "allow.yaml"
+    allow.write_text(textwrap.dedent("""\
+        allow:
+          - {kind: unregistered, subject: "block*.layers[[]*", reason: the blocks are trained elsewhere}
+          - {kind: no-gradient, subject: head.*, reason: no such layer any more}
+        """))
+    done = _audit(tmp_path, str(EXAMPLES_DIR / "torch" / "seed2_plain_list_resnet.py:build"), "--allow", str(allow))
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert all(f["allowed"] for f in doc["findings"])
+    assert [e["subject"] for e in doc["stale_allow"]] == ["head.*"]
+    assert "stale allow entry" in done.stdout
+
+
+TARGET = textwrap.dedent("""\
+    import os, signal, time
+    import torch
+
+    def build():
+        model = torch.nn.Linear(2, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, weight_decay=0.1)
+        calls = [0]
+
+        def step():
+            calls[0] += 1
+            if calls[0] == 2:
+                {second}
+            optimizer.zero_grad()
+            model(torch.ones(1, 2)).sum().backward()
+            optimizer.step()
+
+        return {{"model": model, "optimizer": optimizer, "step": step}}
+    """)
+
+
+@pytest.mark.parametrize("second, status, says", [
+    ("raise RuntimeError('out of memory')", 3, "step 2 of 3 raised RuntimeError: out of memory"),
+    ("time.sleep(3600)", 3, "step 2 of 3 did not finish within 60 s"),
+    ("os.kill(os.getpid(), signal.SIGSEGV)", 3, "ended (signal SIGSEGV) during step 2 of 3"),
+])
+def test_a_failing_step_is_one_line_and_the_steps_before_it_are_kept(tmp_path, second, status, says):
+    (tmp_path / "user.py").write_text(TARGET.format(second=second))
+    done = _audit(tmp_path, f"{tmp_path / 'user.py'}:build", "--timeout", "60")
+    assert done.returncode == status, done.stderr
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert doc["steps_done"] == 1 and says in doc["error"] and "\n" not in doc["error"]
+    assert "Traceback" not in done.stdout
+
+
+@pytest.mark.parametrize("body, status, says", [
+    ("return {'model': [1, 2], 'optimizer': None, 'step': print}", 2, "model is a builtins.list, not a torch.nn.Module"),
+    ("m = torch.nn.Linear(2, 2)\n    return {'model': m, 'optimizer': 'sgd', 'step': print}", 2,
+     "optimizer is a builtins.str, not a torch.optim.Optimizer"),
+    ("m = torch.nn.Linear(2, 2)\n    o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+     "    return {'model': m, 'optimizer': o, 'step': lambda: None}", 3, "never updated in 3 step(s)"),
+])
+def test_what_build_returns_is_checked(tmp_path, body, status, says):
+    (tmp_path / "user.py").write_text(f"import torch\n\ndef build():\n    {body}\n")
+    done = _audit(tmp_path, f"{tmp_path / 'user.py'}:build")
+    assert done.returncode == status, done.stdout + done.stderr
+    assert says in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_readme_shows_the_audit_of_seed_2_as_the_command_prints_it():
+    import re
+    from pathlib import Path
+    root = EXAMPLES_DIR.parents[1]
+    block = re.search(r"<!-- audit-seed2:.*?-->\n    \$ (.*?)\n(.*?)\n<!-- /audit-seed2 -->",
+                      (root / "README.md").read_text(), re.S)
+    command, shown = block[1], block[2]
+    done = subprocess.run([sys.executable, "-m", *command.split()[2:]], capture_output=True, text=True,
+                          timeout=300, cwd=root)
+    assert done.returncode == 1, done.stderr
+    printed = "\n".join("    " + line if line else "" for line in done.stdout.rstrip("\n").splitlines())
+    assert shown == printed, "README's audit of seed 2 is stale: paste the command's output again"
