@@ -130,6 +130,13 @@ def masked_layers(fraction):
     return int(round(fraction * N_LAYERS))
 
 
+# ------------------------------------------------------------------ the audit's cost (audit_cost.py)
+AUDIT_STEPS = 3     # the audit's default
+AUDIT_BATCH = 8     # images of AUDIT_IMAGE x AUDIT_IMAGE through a ResNet-18
+AUDIT_IMAGE = 64
+AUDIT_REPEATS = 3   # audited runs (and as many plain runs), alternated; the medians are compared
+
+
 # ------------------------------------------------------------------ fixed-seed data
 # !!! Append only: never change an existing builder, its seed or its sizes -- results taken at
 # different commits must have measured the same arrays. Add a new builder instead.

@@ -3,6 +3,7 @@ the inventory and the steps a probe observed. The variant that explains a findin
 code does in the other frameworks, come from the rooms' profiles (known.yaml), never from here."""
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
@@ -151,7 +152,7 @@ def step_problem(steps: list[StepObservation]) -> Optional[str]:
 def explain(findings: list[Finding], framework: str, version: str, rooms=None) -> None:
     """Fill each finding's variant (the first of its kind's that the framework's profile holds for
     this version, in eager loop runs) and its porting notes (what each other room's profile holds)."""
-    known = {fw: (load_known(fw) if rooms is None else load_known(fw, rooms)) for fw in ROOMS}
+    known = {fw: _known(fw) if rooms is None else load_known(fw, rooms) for fw in ROOMS}
     here = profile(known.get(framework, []), Run(framework, version=version)) if framework in known else []
     for finding in findings:
         candidates = KINDS[finding.kind].variants
@@ -162,6 +163,12 @@ def explain(findings: list[Finding], framework: str, version: str, rooms=None) -
             if other == framework:
                 continue
             finding.porting[other] = _porting_note(finding, candidates, known.get(other, []))
+
+
+@functools.lru_cache(maxsize=None)
+def _known(framework: str) -> list[KnownVariant]:
+    """The room's known.yaml, read once per process (an audit's own cost counts)."""
+    return load_known(framework)
 
 
 def _porting_note(finding: Finding, candidates: tuple[str, ...], known: list[KnownVariant]) -> str:

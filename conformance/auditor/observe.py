@@ -11,8 +11,9 @@ validated where they arrive.
 """
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from typing import Callable, Literal, Optional
+from typing import Callable, Iterator, Literal, Optional
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -70,8 +71,8 @@ class ParamStep(_Strict):
     grad: Grad                      # at the update; unread: the update does not see this parameter
     grad_norm: Optional[float] = None
     moved: bool                     # any element changed, compared exactly
-    change: float = 0.0             # largest absolute change of an element
-    was_zero: bool                  # every element was exactly 0 before the step
+    change: float = 0.0             # largest absolute change of an element (0 where the gradient was nonzero)
+    was_zero: bool                  # every element was exactly 0 before the step (False where the gradient was nonzero)
 
 
 class StepObservation(_Strict):
@@ -102,8 +103,9 @@ class Probe(ABC):
         """What the model holds and the optimizer holds, read without running anything."""
 
     @abstractmethod
-    def values(self) -> dict[str, np.ndarray]:
-        """A copy of every parameter and statistic of the inventory, by name."""
+    def values(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(name, a copy of its value) for every parameter and statistic of the inventory, one at a
+        time: the audit keeps one copy of the model's values, and compares the next read as it goes."""
 
     @abstractmethod
     def install(self) -> None:
@@ -122,20 +124,18 @@ class Probe(ABC):
 
 def grad_state(array: np.ndarray) -> tuple[str, float]:
     """("zero" | "nonzero", L2 norm) of a gradient as the update received it."""
-    norm = float(np.linalg.norm(array.astype(np.float64, copy=False).ravel()))
+    norm = float(np.linalg.norm(array.ravel()))  # BLAS nrm2: scaled, no overflow, no float64 copy
     return ("zero" if not np.any(array) else "nonzero"), norm
 
 
 def observe_step(probe: Probe, step: Callable[[], object], index: int, names: list[str]) -> StepObservation:
     """Run the user's step once between two reads of every value, and return what changed and what
     the updates saw. The step's own exceptions propagate."""
-    import time
-    before = probe.values()
+    before = dict(probe.values())
     start = time.perf_counter()
     step()
     seconds = time.perf_counter() - start
     updates = probe.take_updates()
-    after = probe.values()
     grads: dict[str, tuple[str, Optional[float]]] = {}
     for update in updates:  # several updates in a step: a gradient any of them saw counts
         for name, (state, norm) in update["grads"].items():
@@ -143,15 +143,19 @@ def observe_step(probe: Probe, step: Callable[[], object], index: int, names: li
                 grads[name] = (state, norm)
     first = updates[0] if updates else {}
     params = {}
-    for name in names:
-        old, new = before.get(name), after.get(name)
-        if old is None or new is None:
+    wanted = set(names)
+    for name, new in probe.values():
+        old = before.pop(name, None)
+        if old is None or name not in wanted:
             continue
         changed = old.shape != new.shape or not np.array_equal(old, new)
-        change = float(np.max(np.abs(new.astype(np.float64) - old.astype(np.float64)))) \
-            if changed and old.shape == new.shape and old.size else 0.0
         state, norm = grads.get(name, ("unread", None))
+        # how far, and whether it was at 0, matter only where a finding may follow: a parameter that
+        # had a gradient and moved is ordinary training, and the commonest case by far
+        ordinary = state == "nonzero"
+        change = float(np.max(np.abs(new - old))) if changed and not ordinary and old.shape == new.shape \
+            and old.size else 0.0
         params[name] = ParamStep(grad=state, grad_norm=norm, moved=changed, change=change,
-                                 was_zero=not np.any(old))
+                                 was_zero=False if ordinary else not np.any(old))
     return StepObservation(step=index, updates=len(updates), model_training=first.get("model_training"),
                            modes=first.get("modes", {}), params=params, seconds=seconds)

@@ -7,7 +7,6 @@ nothing. uninstall() removes the hook.
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from ...auditor.observe import AuditInputError, DecaySetting, Inventory, Layer, Param, Probe, grad_state
@@ -112,9 +111,9 @@ class TorchProbe(Probe):
         return settings
 
     # ---------------------------------------------------------------- reading
-    def values(self) -> dict[str, np.ndarray]:
-        with torch.no_grad():
-            return {name: t.detach().cpu().numpy().copy() for name, (t, _) in self._tensors.items()}
+    def values(self):
+        for name, (tensor, _) in self._tensors.items():
+            yield name, tensor.detach().cpu().numpy().copy()
 
     def _at_update(self, optimizer, args, kwargs):
         grads = {}
