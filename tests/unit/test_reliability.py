@@ -91,6 +91,17 @@ def test_a_framework_that_prints_to_a_closed_stdout_still_runs(tmp_path):
     assert {c.id: c.verdict for c in results.read(out).cases} == {"pipe-prints": "conform", "healthy-0": "conform"}
 
 
+def test_a_warm_up_at_the_adapters_start_is_not_charged_to_the_first_case(tmp_path):
+    out = tmp_path / "warm.json"
+    env = {**os.environ, "WARM_UP_S": "4",
+           "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "conformance", "--spec", str(FAULTS / "pipe"), "run",
+                           "--framework", "reference", "--adapter", "pipe_adapter:WarmingRunner", "--out", str(out),
+                           "--case", "healthy-0", "--timeout", "2"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert {c.id: c.verdict for c in results.read(out).cases} == {"healthy-0": "conform"}
+
+
 def test_a_process_the_worker_started_in_a_session_of_its_own_ends_with_the_run(tmp_path):
     pid_file = tmp_path / "daemon.pid"
     env = {**os.environ, "DAEMON_PID": str(pid_file),

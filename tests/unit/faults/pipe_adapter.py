@@ -55,3 +55,12 @@ class PipeRunner(ReferenceRunner):
         if "exits" in layers:  # a Python-level exit, as a framework's sys.exit() on a fatal error
             sys.exit(3)
         super().build(model, values)
+
+
+class WarmingRunner(PipeRunner):
+    """A framework whose compiler warms up when the adapter starts (torch graph mode does so): the
+    warm-up is the worker's start, under its own limit, never the first case's."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        time.sleep(float(os.environ.get("WARM_UP_S", "0")))
