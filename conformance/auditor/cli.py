@@ -260,7 +260,8 @@ def table(doc: dict) -> str:
             numbers = " ".join(f"{k}={int(v) if float(v).is_integer() else format(v, '.3g')}"
                                for k, v in f["numbers"].items())
             mark = " [allowed]" if f["allowed"] else ""
-            lines.append(_printable(f"  {f['subject']} ({f['layer_type']}){steps}: {f['detail']}; {numbers}{mark}"))
+            lines.append(_printable(f"  {f['subject']} ({f['layer_type']}){steps}: {f['detail']}"
+                                    f"{'; ' + numbers if numbers else ''}{mark}"))
     if not doc["findings"]:
         lines.append("no findings")
     for note in doc["notes"]:

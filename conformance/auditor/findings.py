@@ -105,8 +105,7 @@ def analyse(inventory: Inventory, steps: list[StepObservation]) -> tuple[list[Fi
                 continue
             numbers = {"change": seen.change, "grad_norm": seen.grad_norm or 0.0}
             if p.statistic:
-                training = obs.modes.get(p.layer, obs.model_training)
-                if training is False:
+                if obs.model_training is False:  # the step ran in eval, whatever mode its layer kept
                     _merge(found, "statistics-moved-in-eval", name, p.layer_type, obs.step,
                            "running statistic moved in a step run in eval mode", change=seen.change)
             elif not p.trainable:

@@ -3,6 +3,10 @@ list inside a hand-written Sequential. torch registers only modules assigned as 
 in nn.ModuleList / nn.Sequential / nn.ModuleDict, so model.parameters() misses every block: the
 optimizer never holds them and they never train (pytorch/pytorch#72580).
 
+`finetune_in_eval` is the same model fine-tuned with its BatchNorm statistics frozen the common way,
+model.eval() before the steps: eval() does not reach the blocks either, so they stay in train mode
+and their statistics keep moving.
+
     python -m conformance audit examples/audit/torch/seed2_plain_list_resnet.py:build --framework torch
 """
 import torch
@@ -69,6 +73,20 @@ def build():
 
     def step():
         model.train()
+        optimizer.zero_grad()
+        F.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+
+    return {"model": model, "optimizer": optimizer, "step": step}
+
+
+def finetune_in_eval():
+    built = build()
+    built["model"].eval()  # freeze every BatchNorm's statistics while fine-tuning
+    optimizer, model = built["optimizer"], built["model"]
+    images, labels = torch.randn(8, 1, 16, 16), torch.arange(8) % 10
+
+    def step():
         optimizer.zero_grad()
         F.cross_entropy(model(images), labels).backward()
         optimizer.step()
