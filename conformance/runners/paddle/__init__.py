@@ -1,10 +1,12 @@
 """The paddle room. runner.py: the adapter (the hand-written loop); graph.py: --mode graph
-(paddle.jit.to_static, and the static program); trainer.py: hapi's Model (--api trainer); known.yaml:
-its semantic profile; expected.yaml: its outcomes that are neither conform nor documented; confirm/:
-one standalone snippet per variant; tests/: the adapter held to hand-written paddle code."""
+(paddle.jit.to_static, and the static program); trainer.py: hapi's Model (--api trainer); audit.py: the
+probe of `audit` (dygraph); known.yaml: its semantic profile; expected.yaml: its outcomes that are
+neither conform nor documented; confirm/: one standalone snippet per variant; tests/: the adapter held
+to hand-written paddle code."""
 from ..base import Offers
 
 ADAPTER = "conformance.runners.paddle.runner:PaddleRunner"
+AUDIT = "conformance.runners.paddle.audit:PaddleProbe"  # python -m conformance audit
 # hapi's Model runs in dygraph: the trainer has no graph run
 OFFERS = Offers(devices=("cpu", "cuda", "ascend"),
                 runs=({}, {"mode": "graph", "backend": "to_static"}, {"mode": "graph", "backend": "static"},
