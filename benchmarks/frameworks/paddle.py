@@ -1,5 +1,5 @@
 """paddle, eager (dygraph): loss.backward(); opt.step(); opt.clear_grad()"""
-from ..common import LR, N_LAYERS, THREADS, WEIGHT_DECAY, WIDTH, batch, layer_weights
+from ..common import AUDIT_BATCH, AUDIT_IMAGE, LR, N_LAYERS, THREADS, WEIGHT_DECAY, WIDTH, batch, layer_weights
 from . import Case
 
 
@@ -69,3 +69,24 @@ class PaddleCase(Case):
     def optimizer_step(self):
         self.opt.step()
         self.sync()
+
+    @staticmethod
+    def audit_target():
+        """paddle.vision's ResNet-18: Momentum with L2 decay, loss.backward(); opt.step(); opt.clear_grad()"""
+        import paddle
+        paddle.set_device("cpu")
+        paddle.base.core.set_num_threads(THREADS)
+        paddle.seed(0)
+        model = paddle.vision.models.resnet18(num_classes=1000)
+        optimizer = paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9, weight_decay=1e-4,
+                                              parameters=model.parameters())
+        images = paddle.randn([AUDIT_BATCH, 3, AUDIT_IMAGE, AUDIT_IMAGE])
+        labels = paddle.arange(AUDIT_BATCH) % 1000
+
+        def step():
+            loss = paddle.nn.functional.cross_entropy(model(images), labels)
+            loss.backward()
+            optimizer.step()
+            optimizer.clear_grad()
+
+        return {"model": model, "optimizer": optimizer, "step": step}
