@@ -78,6 +78,8 @@ def audit(model, optimizer, step: Callable[[], object], framework: str, steps: i
         for index in range(steps):
             try:
                 obs = observe_step(probe, step, index, names)
+            except AuditInputError as exc:  # the step ran; the probe cannot read what it did
+                raise AuditError(f"step {index + 1} of {steps}: {exc}") from exc
             except Exception as exc:
                 raise AuditError(f"step {index + 1} of {steps} raised {type(exc).__name__}: "
                                  f"{_first_line(exc)}") from exc

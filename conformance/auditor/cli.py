@@ -121,6 +121,9 @@ def _child(conn, file: str, func: str, framework: str, steps: int, parent: int) 
         _send(conn, "starting", index)
         try:
             obs = observe_step(probe, built["step"], index, names)
+        except AuditInputError as exc:  # the step ran; the probe cannot read what it did
+            _send(conn, "step-failed", f"step {index + 1} of {steps}: {exc}")
+            return
         except Exception as exc:
             _send(conn, "step-failed", f"step {index + 1} of {steps} raised {one_line(exc)}")
             return

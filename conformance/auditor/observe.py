@@ -11,6 +11,7 @@ validated where they arrive.
 """
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from typing import Callable, Iterator, Literal, Optional
@@ -86,7 +87,7 @@ class StepObservation(_Strict):
 
 class AuditInputError(Exception):
     """What the user handed over cannot be audited (a model of another framework, an optimizer that
-    is not one): one line saying what and where."""
+    is not one, an update the probe cannot read): one line saying what and where."""
 
 
 class Probe(ABC):
@@ -124,8 +125,11 @@ class Probe(ABC):
 
 def grad_state(array: np.ndarray) -> tuple[str, float]:
     """("zero" | "nonzero", L2 norm) of a gradient as the update received it."""
-    norm = float(np.linalg.norm(array.ravel()))  # BLAS nrm2: scaled, no overflow, no float64 copy
-    return ("zero" if not np.any(array) else "nonzero"), norm
+    flat = array.ravel()
+    if flat.dtype.itemsize < 4:  # float16 and the like: their own norm overflows at 256
+        flat = flat.astype(np.float32)
+    norm = float(np.linalg.norm(flat))  # BLAS nrm2: scaled, no overflow, no float64 copy
+    return ("zero" if not np.any(array) else "nonzero"), (norm if math.isfinite(norm) else None)
 
 
 def observe_step(probe: Probe, step: Callable[[], object], index: int, names: list[str]) -> StepObservation:
@@ -155,6 +159,7 @@ def observe_step(probe: Probe, step: Callable[[], object], index: int, names: li
         ordinary = state == "nonzero"
         change = float(np.max(np.abs(new - old))) if changed and not ordinary and old.shape == new.shape \
             and old.size else 0.0
+        change = change if math.isfinite(change) else 0.0  # a value gone to inf or NaN: moved, not measured
         params[name] = ParamStep(grad=state, grad_norm=norm, moved=changed, change=change,
                                  was_zero=False if ordinary else not np.any(old))
     return StepObservation(step=index, updates=len(updates), model_training=first.get("model_training"),

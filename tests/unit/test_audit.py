@@ -192,3 +192,11 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path, args, says):
     done = audit(*args, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_gradient_norm_is_finite_or_absent_whatever_the_dtype():
+    import numpy as np
+    from conformance.auditor.observe import grad_state
+    assert grad_state(np.full(1000, 300, np.float16)) == ("nonzero", pytest.approx(300 * 1000 ** 0.5, rel=1e-3))
+    assert grad_state(np.array([np.inf, 1.0], np.float32)) == ("nonzero", None)
+    assert grad_state(np.zeros(3, np.float32)) == ("zero", 0.0)
