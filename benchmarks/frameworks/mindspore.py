@@ -1,6 +1,7 @@
 """MindSpore, PyNative with blocking launch (common.MINDSPORE_BLOCKING):
 grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters); optimizer(grads)"""
-from ..common import LR, MINDSPORE_BLOCKING, N_LAYERS, THREADS, WEIGHT_DECAY, WIDTH, batch, layer_weights
+from ..common import (AUDIT_BATCH, AUDIT_IMAGE, LR, MINDSPORE_BLOCKING, N_LAYERS, THREADS, WEIGHT_DECAY, WIDTH,
+                      batch, layer_weights)
 from . import Case
 
 
@@ -99,3 +100,60 @@ class MindSporeCase(Case):
     def optimizer_step(self):
         self.opt(self.grads)
         self.sync()
+
+    @staticmethod
+    def audit_target():
+        """ResNet-18 written out in PyNative Cells (MindSpore ships none without mindcv): Momentum with
+        weight decay, grad_fn = value_and_grad(forward, None, optimizer.parameters); optimizer(grads)"""
+        import numpy as np
+        import mindspore as ms
+        from mindspore import nn, ops
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        ms.set_device("CPU")
+        ms.set_seed(0)
+
+        class Basic(nn.Cell):
+            def __init__(self, cin, cout, stride):
+                super().__init__()
+                self.conv1 = nn.Conv2d(cin, cout, 3, stride, pad_mode="pad", padding=1)
+                self.bn1 = nn.BatchNorm2d(cout)
+                self.conv2 = nn.Conv2d(cout, cout, 3, 1, pad_mode="pad", padding=1)
+                self.bn2 = nn.BatchNorm2d(cout)
+                self.down = None if stride == 1 and cin == cout else \
+                    nn.SequentialCell(nn.Conv2d(cin, cout, 1, stride), nn.BatchNorm2d(cout))
+
+            def construct(self, x):
+                y = ops.relu(self.bn1(self.conv1(x)))
+                return ops.relu(self.bn2(self.conv2(y)) + (x if self.down is None else self.down(x)))
+
+        class ResNet18(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                blocks = [nn.Conv2d(3, 64, 7, 2, pad_mode="pad", padding=3), nn.BatchNorm2d(64), nn.ReLU(),
+                          nn.MaxPool2d(3, 2, pad_mode="same")]
+                for cin, cout, stride in ((64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)):
+                    blocks += [Basic(cin, cout, stride), Basic(cout, cout, 1)]
+                self.features = nn.SequentialCell(blocks)
+                self.head = nn.Dense(512, 1000)
+
+            def construct(self, x):
+                return self.head(self.features(x).mean(axis=(2, 3)))
+
+        model = ResNet18()
+        model.set_train(True)
+        optimizer = nn.Momentum(model.trainable_params(), learning_rate=0.1, momentum=0.9, weight_decay=1e-4)
+        images = ms.Tensor(np.random.default_rng(0).standard_normal(
+            (AUDIT_BATCH, 3, AUDIT_IMAGE, AUDIT_IMAGE), dtype=np.float32))
+        labels = ms.Tensor(np.arange(AUDIT_BATCH, dtype=np.int32) % 1000)
+        loss_fn = nn.CrossEntropyLoss()
+
+        def forward(x, y):
+            return loss_fn(model(x), y)
+
+        grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
+
+        def step():
+            _, grads = grad_fn(images, labels)
+            optimizer(grads)
+
+        return {"model": model, "optimizer": optimizer, "step": step}
