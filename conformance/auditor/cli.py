@@ -254,7 +254,8 @@ def table(doc: dict) -> str:
         if first["variant"]:
             lines.append(f"  explained by {first['variant']}: {first['link'] or 'no upstream page'}")
         else:
-            lines.append(f"  cause: the model's own code (no variant in {doc['framework']}'s profile produces it)")
+            lines.append(f"  no variant of {doc['framework']}'s profile explains it: the model's code gives it "
+                         "under the reference semantics too, or the profile does not know its mechanism yet")
         if first["porting"]:  # the clause before the colon: the variant and where it holds, or "not ..."
             lines.append("  elsewhere: " + "; ".join(f"{fw}: {note.split(':', 1)[0]}"
                                                      for fw, note in first["porting"].items()))

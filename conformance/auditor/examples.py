@@ -11,11 +11,24 @@ from ..spec.safe_yaml import load_yaml
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "audit"
 
 
-def expected(framework: str) -> dict[str, dict[str, tuple]]:
-    """{FILE.py:FUNC: {kind: (variant, sorted subjects)}} of the framework's examples."""
-    raw = load_yaml(EXAMPLES_DIR / framework / "expected.yaml") or {}
-    return {target: {kind: (spec.get("variant"), sorted(spec["subjects"])) for kind, spec in (kinds or {}).items()}
-            for target, kinds in raw.items()}
+def expected(framework: str, version: str | None = None) -> dict[str, dict[str, tuple]]:
+    """{FILE.py:FUNC: {kind: (variant, sorted subjects)}} of the framework's examples. A kind with
+    `versions` (a PEP 440 specifier) is expected only where the installed `version` falls in it."""
+    from packaging.specifiers import SpecifierSet
+    path = EXAMPLES_DIR / framework / "expected.yaml"
+    raw = load_yaml(path) or {}
+    out = {}
+    for target, kinds in raw.items():
+        out[target] = {}
+        for kind, spec in (kinds or {}).items():
+            if "versions" in spec:
+                if version is None:
+                    raise ValueError(f"{path}: {target} {kind} holds for versions {spec['versions']}: "
+                                     "pass the installed version")
+                if version not in SpecifierSet(spec["versions"], prereleases=True):
+                    continue
+            out[target][kind] = (spec.get("variant"), sorted(spec["subjects"]))
+    return out
 
 
 def build(framework: str, target: str) -> dict:

@@ -185,13 +185,13 @@ def audit_md() -> str:
            "`python -m conformance audit FILE.py:FUNC --framework F` runs a user's own training step and "
            "reports these kinds, most severe first. A finding's variant is the first of its kind's that the "
            "framework's profile (`known.yaml`) holds for the installed version; without one, the model's "
-           "own code causes it under the reference semantics too.\n\n",
+           "code gives it under the reference semantics too, or the profile does not know its mechanism yet.\n\n",
            f"Rooms with a probe: {', '.join(probes) or 'none'}.\n\n",
            f"Exit status: 0 no finding outside `--allow`; {FINDINGS} findings outside it; {BAD_INPUT} bad input "
            f"(the target, what FUNC returns, a model of another framework, the options, the allow file); "
            f"{STEP_FAILED} the step raised, hung past `--timeout`, crashed, or changed nothing.\n\n",
            _table(["kind", "what", "explained by"],
-                  [[f"`{name}`", kind.title, ", ".join(f"`{v}`" for v in kind.variants) or "the model's code"]
+                  [[f"`{name}`", kind.title, ", ".join(f"`{v}`" for v in kind.variants) or "no variant"]
                    for name, kind in KINDS.items()])]
     return "".join(out)
 
