@@ -2,7 +2,8 @@
 custom-loop guide writes it: GradientTape, then optimizer.apply_gradients"""
 import warnings
 
-from ..common import LR, N_LAYERS, TF_FUNCTION, THREADS, WEIGHT_DECAY, WIDTH, batch, layer_weights
+from ..common import (AUDIT_BATCH, AUDIT_IMAGE, LR, N_LAYERS, TF_FUNCTION, THREADS, WEIGHT_DECAY, WIDTH, batch,
+                      layer_weights)
 from . import Case
 
 
@@ -102,3 +103,47 @@ class TensorFlowCase(Case):
         with self.tf.device(self.tf_device):
             self.apply_fn(self.grads)
         self.sync()
+
+    @staticmethod
+    def audit_target():
+        """ResNet-18 in the Keras functional API (keras.applications has none): SGD with momentum and
+        decoupled weight decay, the custom loop of TF's guide (GradientTape, apply_gradients), eager"""
+        import numpy as np
+        import tensorflow as tf
+        import keras
+        from keras import layers
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+            tf.config.threading.set_inter_op_parallelism_threads(THREADS)
+        except RuntimeError:
+            pass
+        keras.utils.set_random_seed(0)
+
+        def basic(x, filters, stride):
+            y = layers.Conv2D(filters, 3, stride, padding="same", use_bias=False)(x)
+            y = layers.ReLU()(layers.BatchNormalization()(y))
+            y = layers.BatchNormalization()(layers.Conv2D(filters, 3, 1, padding="same", use_bias=False)(y))
+            if stride != 1 or x.shape[-1] != filters:
+                x = layers.BatchNormalization()(layers.Conv2D(filters, 1, stride, use_bias=False)(x))
+            return layers.ReLU()(layers.Add()([x, y]))
+
+        inputs = keras.Input((AUDIT_IMAGE, AUDIT_IMAGE, 3))
+        x = layers.Conv2D(64, 7, 2, padding="same", use_bias=False)(inputs)
+        x = layers.MaxPooling2D(3, 2, padding="same")(layers.ReLU()(layers.BatchNormalization()(x)))
+        for filters, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            x = basic(basic(x, filters, stride), filters, 1)
+        outputs = layers.Dense(1000)(layers.GlobalAveragePooling2D()(x))
+        model = keras.Model(inputs, outputs)
+        optimizer = keras.optimizers.SGD(learning_rate=0.1, momentum=0.9, weight_decay=1e-4)
+        images = tf.constant(np.random.default_rng(0).standard_normal(
+            (AUDIT_BATCH, AUDIT_IMAGE, AUDIT_IMAGE, 3), dtype=np.float32))
+        labels = tf.constant(np.arange(AUDIT_BATCH) % 1000)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        def step():
+            with tf.GradientTape() as tape:
+                loss = loss_fn(labels, model(images, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+        return {"model": model, "optimizer": optimizer, "step": step}
