@@ -5,7 +5,8 @@ committed files to what this writes.
 - cases.md: every case of the spec, by topic;
 - variants.md: every variant of the reference semantics, and the rooms whose known.yaml lists it;
 - rooms.md: the run axes, and each room's runs and expected outcomes;
-- audit.md: the kinds of finding of `audit`, and the rooms with a probe.
+- audit.md: the kinds of finding of `audit`, and the rooms with a probe;
+- reliability.md: each kind of bad input or fault and what happens, from tests/reliability.yaml.
 
 What runs find (verdicts per run, the seeds' outcomes) depends on the runs: the report holds it.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..engine.contract import load_expected
-from ..oracle.known import RUNNERS_DIR, load_known
+from ..oracle.known import REPOSITORY, RUNNERS_DIR, load_known
 from ..oracle.variants import VARIANTS
 from ..run import AXES
 from ..runners import ROOMS, offers
@@ -186,7 +187,8 @@ def audit_md() -> str:
            "reports these kinds, most severe first. A finding's variant is the first of its kind's that the "
            "framework's profile (`known.yaml`) holds for the installed version; without one, the model's "
            "code gives it under the reference semantics too, or the profile does not know its mechanism yet.\n\n",
-           f"Rooms with a probe: {', '.join(probes) or 'none'}.\n\n",
+           "How each room's probe reads the gradients before the update, leaving the step as it is:\n\n",
+           "".join(f"- **{f}**: {room(f).AUDIT_READS}.\n" for f in probes) or "No room has a probe.\n", "\n",
            f"Exit status: 0 no finding outside `--allow`; {FINDINGS} findings outside it; {BAD_INPUT} bad input "
            f"(the target, what FUNC returns, a model of another framework, the options, the allow file); "
            f"{STEP_FAILED} the step raised, hung past `--timeout`, crashed, or changed nothing.\n\n",
@@ -196,8 +198,23 @@ def audit_md() -> str:
     return "".join(out)
 
 
+RELIABILITY = REPOSITORY / "tests" / "reliability.yaml"
+
+
+def reliability_md() -> str:
+    rows = safe_yaml.load_yaml(RELIABILITY) or []
+    return "".join([
+        _stamp("tests/reliability.yaml"), "# Reliability\n\n",
+        "Every run executes in a worker process: the parent loads the spec, runs the oracle for the case "
+        "in flight on the other core, judges and saves. Each kind of bad input or fault, what the suite "
+        "does with it, and the tests that show it:\n\n",
+        _table(["input or fault", "what happens", "tests"],
+               [[row["fault"], row["outcome"], "<br>".join(f"`{t.split('::')[-1]}`" for t in row["tests"])]
+                for row in rows])])
+
+
 PAGES = {"spec.md": spec_md, "cases.md": cases_md, "variants.md": variants_md, "rooms.md": rooms_md,
-         "audit.md": audit_md}
+         "audit.md": audit_md, "reliability.md": reliability_md}
 
 
 def write(out: Path = DOCS_DIR) -> list[Path]:

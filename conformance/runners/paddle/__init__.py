@@ -7,6 +7,8 @@ from ..base import Offers
 
 ADAPTER = "conformance.runners.paddle.runner:PaddleRunner"
 AUDIT = "conformance.runners.paddle.audit:PaddleProbe"  # python -m conformance audit
+# how its probe reads gradients before the update (docs/audit.md)
+AUDIT_READS = ("dygraph only: the optimizer instance's `step` and `minimize` are wrapped to read `p.grad` (or `main_grad`) first; the instance attributes are deleted afterwards")
 # hapi's Model runs in dygraph: the trainer has no graph run
 OFFERS = Offers(devices=("cpu", "cuda", "ascend"),
                 runs=({}, {"mode": "graph", "backend": "to_static"}, {"mode": "graph", "backend": "static"},
