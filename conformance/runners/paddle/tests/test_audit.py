@@ -137,3 +137,19 @@ def test_a_model_or_optimizer_of_another_kind_is_refused_with_exit_2(tmp_path, b
     done = _audit(tmp_path, f"{tmp_path / 'user.py'}:build")
     assert done.returncode == 2, done.stdout + done.stderr
     assert says in done.stderr and "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_readme_shows_the_audit_of_seed_2_as_the_command_prints_it():
+    import re
+    from pathlib import Path
+    root = EXAMPLES_DIR.parents[1]
+    block = re.search(r"<!-- audit-seed2:.*?-->\n    \$ (.*?)\n(.*?)\n<!-- /audit-seed2 -->",
+                      (root / "README.md").read_text(), re.S)
+    command, shown = block[1], block[2]
+    done = subprocess.run([sys.executable, "-m", *command.split()[2:]], capture_output=True, text=True,
+                          timeout=300, cwd=root)
+    assert done.returncode == 1, done.stderr
+    printed = "\n".join("    " + line if line else "" for line in done.stdout.rstrip("\n").splitlines())
+    version = re.compile(r"\(paddle [^,]+,")  # README shows the newest paddle; paddle26 runs this too
+    assert version.sub("(paddle V,", shown) == version.sub("(paddle V,", printed), \
+        "README's audit of seed 2 is stale: run the command and put its output there"
