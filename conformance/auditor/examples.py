@@ -3,6 +3,7 @@ for the rooms' tests: every example is held to its exact findings."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,3 +51,11 @@ def observed(report) -> dict[str, tuple]:
         variant, subjects = out.get(finding.kind, (finding.variant, []))
         out[finding.kind] = (variant, sorted([*subjects, finding.subject]))
     return out
+
+
+def run_cli(framework: str, tmp_path: Path, target: str, *options: str) -> subprocess.CompletedProcess:
+    """`python -m conformance audit TARGET --framework F --json tmp_path/audit.json OPTIONS`, run in
+    tmp_path (what a framework dumps beside it stays there), for the rooms' command-line tests."""
+    return subprocess.run([sys.executable, "-m", "conformance", "audit", target, "--framework", framework,
+                           "--json", str(tmp_path / "audit.json"), *options],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)

@@ -2,8 +2,6 @@
 expected.yaml lists, the probe leaves the step and the optimizer as they were, and the command line
 keeps its promises on bad input."""
 import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -14,7 +12,7 @@ from mindspore import nn
 
 import conformance
 from conformance.auditor import AuditError, AuditInputError
-from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed
+from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed, run_cli
 
 EXPECTED = expected("mindspore")
 
@@ -107,9 +105,7 @@ def test_graph_mode_is_refused(graph_mode):
 
 
 def _audit(tmp_path, target, *options):
-    return subprocess.run([sys.executable, "-m", "conformance", "audit", target, "--framework", "mindspore",
-                           "--json", str(tmp_path / "audit.json"), *options],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    return run_cli("mindspore", tmp_path, target, *options)
 
 
 def test_findings_exit_1_and_the_json_says_them(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from .common import paddle
 
 import conformance
-from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed
+from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed, run_cli
 from conformance.runners.paddle.audit import PaddleProbe
 
 EXPECTED = expected("paddle")
@@ -84,9 +84,7 @@ def test_an_exclusion_written_against_structured_names_exempts_nothing():
 
 
 def _audit(tmp_path, target, *options):
-    return subprocess.run([sys.executable, "-m", "conformance", "audit", target, "--framework", "paddle",
-                           "--json", str(tmp_path / "audit.json"), *options],
-                          capture_output=True, text=True, timeout=300)
+    return run_cli("paddle", tmp_path, target, *options)
 
 
 def test_findings_exit_1_and_the_json_says_them(tmp_path):

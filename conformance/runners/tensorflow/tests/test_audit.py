@@ -6,8 +6,6 @@ the command line keeps its promises on bad input.
 Runs in the `tensorflow` (Keras 3) and `tensorflow215` (Keras 2) tox envs; expected.yaml scopes the
 one finding that differs by version, with the reason."""
 import json
-import subprocess
-import sys
 import textwrap
 import warnings
 
@@ -16,7 +14,7 @@ import pytest
 
 import conformance
 from conformance.auditor import AuditError, AuditInputError
-from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed
+from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed, run_cli
 from conformance.runners.tensorflow.audit import KerasProbe
 
 from .common import KERAS2, keras, tf
@@ -194,9 +192,7 @@ def test_the_probe_refuses_what_is_not_keras_and_a_model_without_weights():
 
 
 def _audit(tmp_path, target, *options):
-    return subprocess.run([sys.executable, "-m", "conformance", "audit", target, "--framework", "tensorflow",
-                           "--json", str(tmp_path / "audit.json"), *options],
-                          capture_output=True, text=True, timeout=300)
+    return run_cli("tensorflow", tmp_path, target, *options)
 
 
 def test_findings_exit_1_and_the_json_says_them(tmp_path):

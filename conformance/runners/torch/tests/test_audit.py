@@ -1,14 +1,12 @@
 """The audit on torch: every example of examples/audit/torch/ gives exactly the findings its
 expected.yaml lists, and the command line keeps its promises on bad input."""
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 import conformance
-from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed
+from conformance.auditor.examples import EXAMPLES_DIR, build, expected, observed, run_cli
 
 EXPECTED = expected("torch")
 
@@ -33,9 +31,7 @@ def test_the_audit_does_not_change_what_the_step_does():
 
 
 def _audit(tmp_path, target, *options):
-    return subprocess.run([sys.executable, "-m", "conformance", "audit", target, "--framework", "torch",
-                           "--json", str(tmp_path / "audit.json"), *options],
-                          capture_output=True, text=True, timeout=300)
+    return run_cli("torch", tmp_path, target, *options)
 
 
 def test_findings_outside_the_allow_file_exit_1_and_the_json_says_them(tmp_path):
