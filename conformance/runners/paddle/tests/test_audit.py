@@ -139,7 +139,6 @@ def test_a_model_or_optimizer_of_another_kind_is_refused_with_exit_2(tmp_path, b
 
 def test_the_readme_shows_the_audit_of_seed_2_as_the_command_prints_it():
     import re
-    from pathlib import Path
     root = EXAMPLES_DIR.parents[1]
     block = re.search(r"<!-- audit-seed2:.*?-->\n    \$ (.*?)\n(.*?)\n<!-- /audit-seed2 -->",
                       (root / "README.md").read_text(), re.S)
