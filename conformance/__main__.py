@@ -141,6 +141,8 @@ def cmd_report(args) -> int:
     from .report.page import OutputError, build  # pandas, jinja2 and matplotlib: only the report env has them
     if args.out == "":
         raise UsageError("--out: empty path")
+    if args.results is None:
+        args.results = results.results_dirs()
     missing = [str(folder) for folder in args.results if not Path(folder).is_dir()]
     try:
         out = build(args.results, Path(args.out), args.spec, args.bench)
@@ -326,7 +328,7 @@ def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Ru
     """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
     order = {inst.id: n for n, inst in enumerate(spec)}
     now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    doc = results.Results(environment=results.environment(run, args.spec, now()),
+    doc = results.Results(environment=results.environment(run, args.spec, now(), workers[0].accelerator),
                           profile=[results.VariantRecord.of(v) for v in variants])
     todo = selected
     doc.asked = None if len(selected) == len(spec) else [inst.id for inst in selected]
@@ -468,8 +470,9 @@ def main(argv=None) -> int:
     p_repro.add_argument("--adapter", metavar="MODULE:CLASS", help="adapter class to use instead")
     p_repro.add_argument("--known", type=Path, default=RUNNERS_DIR, help="folder of framework rooms (<framework>/known.yaml)")
     p_report = sub.add_parser("report", help="build reports/index.html and summary.csv from all results")
-    p_report.add_argument("--results", type=Path, nargs="+", default=[results.RESULTS_DIR],
-                          help="results folders to merge (e.g. copied from a CUDA box); each file is a run")
+    p_report.add_argument("--results", type=Path, nargs="+", default=None,
+                          help="results folders to merge; each file is a run (default: reports/results and "
+                               "each folder in reports/machines, results fetched from other machines)")
     p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")
     p_report.add_argument("--out", default="reports", help="folder for index.html and summary.csv")
     p_docs = sub.add_parser("docs", help="write docs/*.md (vocabulary, cases, variants, rooms) from the committed inputs")

@@ -105,6 +105,7 @@ class Environment(BaseModel):
     mode: Text
     api: Text = "loop"  # the hand-written training loop; a framework's own trainer is another api
     backend: Text = ""  # what compiled the graph in graph mode (torch.compile's backend, ...)
+    accelerator: Text = ""  # the adapter's line on the device it computed on ("" on the cpu)
     python: Text
     numpy: Text
     platform: Text
@@ -150,11 +151,18 @@ def suite_sha() -> str:
 
 
 RESULTS_DIR = Path("reports/results")
+# results fetched from other machines (a GPU box's tools/device-run), a folder each, kept in git
+MACHINES_DIR = Path("reports/machines")
 
 
-def environment(run: Run, spec_dir, started: str) -> Environment:
+def results_dirs() -> list[Path]:
+    """What the report reads by default: this machine's runs, then each other machine's folder."""
+    return [RESULTS_DIR, *sorted(p for p in MACHINES_DIR.glob("*") if p.is_dir())]
+
+
+def environment(run: Run, spec_dir, started: str, accelerator: str = "") -> Environment:
     return Environment(framework=run.framework, framework_version=run.version, device=run.device, mode=run.mode,
-                       api=run.api, backend=run.backend, python=platform.python_version(), numpy=np.__version__,
+                       api=run.api, backend=run.backend, accelerator=accelerator, python=platform.python_version(), numpy=np.__version__,
                        platform=f"{platform.system()}-{platform.machine()} ({sys.platform})",
                        suite_sha=suite_sha(), spec_hash=spec_hash(spec_dir), started=started)
 

@@ -30,6 +30,7 @@ POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds 
 START_TRIES = 3  # a replacement worker may itself be killed while it starts
 MAX_REPLY = 64 << 20  # bytes: an observation of the spec's tiny models is a few KiB
 MAX_WORD = 64  # characters of the version and backend an adapter reports: they name the results file
+MAX_LINE = 300  # characters of the accelerator line an adapter reports
 EXIT_GRACE_S = 1.0  # a worker that closed its pipe gets this long to exit by itself, so its own status shows
 
 
@@ -110,7 +111,7 @@ def _worker_main(conn, path: str, run: Run, parent: int) -> None:
     try:
         adapter = load_adapter(path, run.framework)
         runner = adapter(run)
-        conn.send(("ready", adapter.version(), runner.backend))
+        conn.send(("ready", adapter.version(), runner.backend, runner.accelerator()))
     except (FrameworkMissing, Unavailable) as exc:
         conn.send(("fatal", type(exc).__name__, str(exc)))
         return
@@ -149,6 +150,7 @@ class Worker:
         ctx = multiprocessing.get_context("spawn")  # fork is unsafe with framework threads
         self.conn, child = ctx.Pipe()
         self.run = run
+        self.accelerator = ""  # what the adapter says it computes on, once started
         self.process = ctx.Process(target=_worker_main, args=(child, path, run, os.getpid()), daemon=True)
         self.ended = False
         self.asked = (0, "")  # the request in flight: (sequence number, case id)
@@ -216,19 +218,24 @@ class Worker:
         ok, message = self._receive(STARTUP_TIMEOUT)
         if not ok:  # died, hung, unreadable
             raise WorkerFailed(f"the worker died while starting: {message}")
-        if type(message) is tuple and len(message) == 3 and all(type(m) is str for m in message):
-            if message[0] == "ready":
+        if type(message) is tuple and len(message) in (3, 4) and all(type(m) is str for m in message):
+            if message[0] == "ready" and len(message) == 4:
                 for what, word in (("version", message[1]), ("backend", message[2])):
                     if len(word) > MAX_WORD or not word.isprintable():  # it names the results file
                         self.kill()
                         raise WorkerFailed(f"the adapter's {what} is not a short printable word "
                                            f"({len(word)} characters: {word[:40]!r}...)")
+                if len(message[3]) > MAX_LINE or not message[3].isprintable():
+                    self.kill()
+                    raise WorkerFailed(f"the adapter's accelerator is not one printable line of at most "
+                                       f"{MAX_LINE} characters ({len(message[3])}: {message[3][:40]!r}...)")
                 self.run = self.run.replace(version=message[1], backend=message[2])
+                self.accelerator = message[3]
                 return self.run
-            if message[0] == "fatal":
+            if message[0] == "fatal" and len(message) == 3:
                 kind, text = message[1], message[2][:2000]
                 raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
-        raise WorkerFailed("the worker's ready message is not three strings (is version() a str?)")
+        raise WorkerFailed("the worker's ready message is not four strings (is version() a str?)")
 
     def submit(self, case: Case) -> None:
         self.asked = (self.asked[0] + 1, case.id)

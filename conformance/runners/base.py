@@ -9,8 +9,10 @@ layout: a linear layer computes y = x @ weight + bias, so weight has shape (in, 
 """
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -82,6 +84,11 @@ class Runner(ABC):
     def version() -> str:
         """The framework's version string."""
 
+    def accelerator(self) -> str:
+        """The accelerator this run computes on, in one line (its name, driver, toolkit), recorded
+        with the run's environment; "" on the cpu."""
+        return ""
+
     @abstractmethod
     def build(self, model: Model, values: dict[str, np.ndarray]) -> None:
         """Build the model as a user of the framework would, load `values`, apply model.frozen."""
@@ -149,6 +156,16 @@ class Runner(ABC):
 
 
 # ---------------------------------------------------------------- helpers shared by adapters
+def nvidia_driver() -> str:
+    """The NVIDIA kernel driver's version, as the driver states it; "unknown" where it cannot be read."""
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text(errors="replace")
+    except OSError:
+        return "unknown"
+    found = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d[\w.]*)", text)
+    return found.group(1) if found else "unknown"
+
+
 def build_layers(model: Model, make) -> dict[str, object]:
     """Every layer object, made once by `make(name, spec)`; a tied layer's name maps to the same object."""
     layers = {name: make(name, spec) for name, spec in model.layers.items() if not spec.tie}

@@ -147,7 +147,24 @@ def test_a_malformed_ready_message_stops_the_run_cleanly(monkeypatch, tmp_path, 
     code = main(["--spec", str(FAULTS / "boundary"), "run", "--framework", "reference",
                  "--adapter", "hostile_adapter:BadVersionRunner", "--out", str(tmp_path / "v.json")])
     err = capsys.readouterr().err
-    assert code == 4 and err == "error: the worker's ready message is not three strings (is version() a str?)\n"
+    assert code == 4 and err == "error: the worker's ready message is not four strings (is version() a str?)\n"
+
+
+def test_the_accelerator_an_adapter_names_is_recorded_with_the_run(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(FAULTS))
+    out = tmp_path / "gpu.json"
+    assert main(["--spec", str(FAULTS / "boundary"), "run", "--framework", "reference", "--case", "healthy-0",
+                 "--adapter", "hostile_adapter:GpuRunner", "--out", str(out)]) == 0
+    assert results.read(out).environment.accelerator == "Test GPU (compute capability 9.0), driver 1.2.3, CUDA 13.0"
+
+
+def test_an_accelerator_of_two_lines_stops_the_run_in_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.syspath_prepend(str(FAULTS))
+    code = main(["--spec", str(FAULTS / "boundary"), "run", "--framework", "reference",
+                 "--adapter", "hostile_adapter:BadAcceleratorRunner", "--out", str(tmp_path / "a.json")])
+    err = capsys.readouterr().err
+    assert code == 4 and "the adapter's accelerator is not one printable line" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "a.json").exists()
 
 
 def test_an_unexpected_error_still_writes_the_finished_cases(hostile, monkeypatch, tmp_path):

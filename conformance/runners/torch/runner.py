@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from . import OFFERS, graph
-from ..base import Runner, Unavailable, build_layers, hold
+from ..base import Runner, Unavailable, build_layers, hold, nvidia_driver
 from ...spec import Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 
@@ -49,6 +49,16 @@ class TorchRunner(Runner):
     @staticmethod
     def version() -> str:
         return str(torch.__version__)  # a str subclass whose unpickling imports torch
+
+    def accelerator(self) -> str:
+        if self.torch_device.type != "cuda":
+            return ""
+        gpu = torch.cuda.get_device_properties(self.torch_device)
+        # TF32 is the usual suspect when a cuda run differs from the cpu: say which ops may use it
+        tf32 = (f"TF32 matmul {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}, "
+                f"cuDNN conv {'on' if torch.backends.cudnn.allow_tf32 else 'off'}")
+        return (f"{gpu.name} (compute capability {gpu.major}.{gpu.minor}, {gpu.total_memory / 2**30:.0f} GiB), "
+                f"driver {nvidia_driver()}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, {tf32}")
 
     def build(self, model: Model, values):
         torch.manual_seed(0)

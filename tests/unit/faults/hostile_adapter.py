@@ -178,3 +178,14 @@ class LongVersionRunner(ReferenceRunner):
     @staticmethod
     def version():
         return "9" * 5000
+
+
+class GpuRunner(ReferenceRunner):
+    """Says it computes on an accelerator, as a cuda adapter does."""
+    def accelerator(self):
+        return "Test GPU (compute capability 9.0), driver 1.2.3, CUDA 13.0"
+
+
+class BadAcceleratorRunner(ReferenceRunner):
+    def accelerator(self):
+        return "Test GPU\nand a second line"
