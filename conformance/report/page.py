@@ -304,6 +304,26 @@ def execution_differences(columns: list[Column]) -> list[dict]:
     return sorted(out, key=lambda d: _order(d["run"]))
 
 
+def device_differences(columns: list[Column]) -> list[dict]:
+    """Per framework version, mode, backend and api run on more than one device: each other device's
+    run beside the cpu run, with every case whose verdict or explaining variants differ (nondeterminism
+    and TF32 are the usual suspects), then the cases only one of the two could run."""
+    runs = [c for c in columns if c.doc]
+    alike = lambda c: c.run.replace(device="")
+    cpus = {alike(c): c for c in runs if c.run.device == "cpu"}
+    out = []
+    for col in runs:
+        base = cpus.get(alike(col))
+        if col.run.device == "cpu" or base is None:
+            continue
+        ran = lambda c: c.verdict != "unsupported"
+        changed = _changed(base, col, lambda c: (cell_class(c), [v.name for v in variants_of(c)]))
+        out.append(dict(framework=col.framework, base=base, run=col,
+                        cases=[ch for ch in changed if ran(ch["before"]) and ran(ch["after"])],
+                        not_run=[ch for ch in changed if ran(ch["before"]) != ran(ch["after"])]))
+    return sorted(out, key=lambda d: _order(d["run"]))
+
+
 def porting_notes(columns: list[Column]) -> list[dict]:
     """For every ordered pair of frameworks (their newest runs, from X to Y): each variant one profile
     holds and the other does not, in both frameworks' words, with the cases whose divergence it explains."""
@@ -357,6 +377,14 @@ def findings_markdown(columns: list[Column], counts: pd.DataFrame, seeds: list[d
         cells = ["".join(CELL[cell_class(by_id[i])][0] if i in by_id else CELL["missing"][0]
                          for i, _ in seed["instances"]) for seed in seeds]
         lines.append(f"| {_run_label(col)} | " + " | ".join(cells) + " |")
+    devices = device_differences(columns)
+    if devices:
+        lines += ["", "## Between devices\n", "Per framework version, mode, backend and api run on the cpu and an "
+                  "accelerator: the cases whose verdict or explaining variants differ.\n",
+                  "| run | accelerator | cases that differ |", "|---|---|---|"]
+        for d in devices:
+            ids = ", ".join(f"`{_md(ch['id'])}`" for ch in d["cases"]) or "none"
+            lines.append(f"| {_run_label(d['run'])} | {_md(d['run'].doc.environment.accelerator or 'not named')} | {ids} |")
     lines += ["", "## Profiles\n", "Per variant and run: ◆ documented (◇ no upstream page), and how many of the "
               "run's divergences needed it.\n", profiles_markdown(columns)]
     return "\n".join(lines)
@@ -432,7 +460,7 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
         warnings=warnings, summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
         profiles=profile_table(columns), porting=porting_notes(columns), changes=version_changes(columns),
-        executions=execution_differences(columns), defaults=defaults_table(columns),
+        executions=execution_differences(columns), devices=device_differences(columns), defaults=defaults_table(columns),
         seeds=seeds,
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)],
         bench_plot=plot_benchmarks(bench) if bench is not None else None,

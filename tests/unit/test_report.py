@@ -5,6 +5,7 @@ import re
 import pandas as pd
 
 from conformance import results
+from conformance.__main__ import main
 from conformance.runners import ROOMS
 from conformance.report.bench import env_label, load_benchmarks
 from conformance.report.page import build
@@ -183,6 +184,39 @@ def test_graph_and_trainer_runs_are_columns_and_their_differences_are_listed(tmp
     assert "not observed: grad a.weight @ step 0" in page
     csv = pd.read_csv(tmp_path / "summary.csv")
     assert set(csv.backend.fillna("")) == {"", "aot_eager"} and set(csv.api) == {"loop", "trainer"}
+
+
+def test_a_run_on_another_device_is_compared_with_the_cpu_run_of_its_version(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    cpu = [record(i) for i in INSTANCES]
+    cuda = [record(i) for i in INSTANCES]
+    cuda[1] = record(INSTANCES[1], "divergence", reason="max |observed - reference| 3e-04")
+    cuda[2] = record(INSTANCES[2], "unsupported", reason="no such kernel")
+    gpu = "Test GPU (compute capability 9.0), driver 1.2.3, CUDA 13.0, TF32 matmul off, cuDNN conv on"
+    write_run(folder, env("torch", "2.11.0"), cpu)
+    write_run(folder, env("torch", "2.11.0", device="cuda").model_copy(update=dict(accelerator=gpu)), cuda)
+    write_run(folder, env("torch", "2.13.0", device="cuda"), cpu)  # no cpu run of 2.13.0 here: not compared
+    page = build(folder, tmp_path, bench_dir=None).read_text()
+    section = page.split('id="devices"', 1)[1].split("<h2", 1)[0]
+    assert section.count('class="device-pair"') == 1
+    assert "torch 2.11.0\n  eager loop: cpu → cuda: 1 case differs" in section and gpu in section
+    assert re.findall(r'<tr data-case="([^"]+)"', section) == [INSTANCES[1].id]
+    assert "1 case run on one device only" in section and "no such kernel" in section
+    findings = (tmp_path / "findings.md").read_text()
+    assert f"| torch 2.11.0 cuda | {gpu} | `{INSTANCES[1].id}` |" in findings
+
+
+def test_the_report_reads_each_other_machines_folder_by_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports" / "results").mkdir(parents=True)
+    write_run(tmp_path / "reports" / "results", env("torch", "2.13.0"), [record(i) for i in INSTANCES])
+    box = tmp_path / "reports" / "machines" / "nvidia-h200-2026-12-03"
+    box.mkdir(parents=True)
+    write_run(box, env("torch", "2.11.0", device="cuda"), [record(i) for i in INSTANCES])
+    assert main(["report"]) == 0
+    assert {"torch-2.13.0-cpu-eager-loop", "torch-2.11.0-cuda-eager-loop"} <= set(
+        runs_of((tmp_path / "reports" / "index.html").read_text()))
 
 
 def test_constructor_defaults_are_tabled_per_run(tmp_path):
