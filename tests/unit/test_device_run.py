@@ -1,0 +1,45 @@
+"""tools/device-run, the prepared GPU run, rehearsed without a framework: the reference oracle on the cpu."""
+import shutil
+import signal
+import sys
+import tarfile
+import time
+
+import pytest
+
+from conformance import results
+from tools import device_run
+
+
+def test_a_rehearsal_packs_results_logs_and_its_log_into_one_folder(tmp_path):
+    out = tmp_path / "out"
+    code = device_run.main(["--device", "cpu", "--framework", "reference", "-k", "seed-1", "--budget", "300",
+                            "--out", str(out), "--name", "rehearsal"])
+    assert code == 0
+    with tarfile.open(out / "results.tar.gz") as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path / "machines", filter="data")
+    assert {"rehearsal/device-run.log", "rehearsal/logs/reference-cpu-eager-loop.log"} <= set(names)
+    [found] = (tmp_path / "machines" / "rehearsal").glob("reference-*-cpu-eager-loop.json")
+    doc = results.read(found)
+    assert doc.complete and doc.cases and all("seed-1" in c.id for c in doc.cases)
+    log = (out / "device-run.log").read_text()
+    assert "1 of 1 jobs passed" in log and "torch: not asked for: skipped" in log
+
+
+def test_the_budget_stops_what_still_runs_and_what_has_not_started(tmp_path):
+    log = device_run.Log(tmp_path / "log")
+    jobs = [device_run.Job(name, [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path,
+                           tmp_path / f"{name}.log") for name in ("long", "later")]
+    device_run.run_jobs(jobs, 1, time.monotonic() + 1, log, {})
+    assert jobs[0].stopped and jobs[0].code == -signal.SIGTERM
+    assert jobs[1].stopped and jobs[1].process is None
+    text = (tmp_path / "log").read_text()
+    assert "end long: stopped at the budget" in text and "not started later: the budget ran out" in text
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has nvidia-smi")
+def test_cuda_without_a_gpu_runs_nothing_and_says_so(tmp_path, capsys):
+    assert device_run.main(["--out", str(tmp_path)]) == 3
+    assert "no GPU: nvidia-smi sees none; nothing run" in capsys.readouterr().out
+    assert not (tmp_path / "results.tar.gz").exists()
