@@ -8,7 +8,7 @@ eager: the compiled-optimizer recipe is a beta GPU-speed one, and torch breaks t
 step on purpose (pytorch/pytorch#104053), so it cannot compile with fullgraph=True.
 Freezing between steps flips requires_grad, which dynamo guards on: the path's next call recompiles
 (still fullgraph=True, within the recompile limit), so the new graph computes no gradient for the
-frozen layer. Learning-rate changes and clipping touch only the eager optimizer code.
+frozen layer. torch 2.11 misses an unfreeze there (known.yaml: compiled-keeps-first-frozen). Learning-rate changes and clipping touch only the eager optimizer code.
 
 Here: the checks and the run's inductor cache folder (start), how the
 model reaches each layer (routes), and the compiled model of each path (CompiledPaths).
