@@ -154,6 +154,23 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_publish(args) -> int:
+    from .report.page import OutputError
+    from .report.site import publish  # pandas and jinja2: only the report env has them
+    if str(args.out) in ("", "."):
+        raise UsageError("publish --out: name a folder for the site")
+    folders = args.results if args.results is not None else results.results_dirs()
+    missing = [str(folder) for folder in folders if not Path(folder).is_dir()]
+    try:
+        index = publish(folders, Path(args.out), args.spec)
+    except OutputError as exc:
+        raise UsageError(f"publish --out {args.out}: {exc}") from None
+    _say(f"publish: {index} (serve it with `python -m http.server -d {args.out}`, or open it as a file)")
+    if missing:
+        raise UsageError(f"publish --results {missing[0]}: no such folder (the site shows the other folders)")
+    return 0
+
+
 def _requested(args) -> Run:
     """The run the command line asks for: its framework and the axes given as options (AXES)."""
     return Run(args.framework, **{axis.name: getattr(args, axis.name) or "" for axis in AXES if axis.option})
@@ -475,6 +492,10 @@ def main(argv=None) -> int:
                                "each folder in reports/machines, results fetched from other machines)")
     p_report.add_argument("--bench", type=Path, default=Path(".asv/results"), help="asv results folder")
     p_report.add_argument("--out", default="reports", help="folder for index.html and summary.csv")
+    p_publish = sub.add_parser("publish", help="write the results as a static site (landing page, a page per case, data)")
+    p_publish.add_argument("--results", type=Path, nargs="+", default=None,
+                           help="results folders (default: reports/results and each folder in reports/machines)")
+    p_publish.add_argument("--out", type=Path, default=Path("reports/site"), help="the site's folder (default reports/site)")
     p_docs = sub.add_parser("docs", help="write docs/*.md (vocabulary, cases, variants, rooms) from the committed inputs")
     p_docs.add_argument("--out", type=Path, default=None, help="folder (default: the checkout's docs/)")
     p_docs.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each page that differs")
@@ -486,7 +507,7 @@ def main(argv=None) -> int:
         args.out = DOCS_DIR
     try:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report,
-                "docs": cmd_docs, "audit": cmd_audit}[args.command](args)
+                "publish": cmd_publish, "docs": cmd_docs, "audit": cmd_audit}[args.command](args)
     except (SpecError, UsageError) as exc:
         _say(f"error: {exc}", sys.stderr)
         return 2

@@ -73,6 +73,7 @@ class Column:
     note: str = ""            # why not run / what is malformed / which older copy it replaced
     doc: results.Results | None = None
     file: PurePath | None = None  # path relative to the report
+    path: Path | None = None      # the results file as found
     key: str = ""             # the run's axes as one word; unique among the columns
 
     def __post_init__(self):
@@ -140,7 +141,7 @@ def load_columns(results_dirs, report_dir: Path, warn) -> list[Column]:
                 continue
             status = "ok" if doc.complete else "incomplete"
             note = "" if doc.complete else "the run was interrupted: only finished cases are shown"
-            col = Column(claimed, status, note, doc, rel)
+            col = Column(claimed, status, note, doc, rel, path)
             older = runs.get(col.key)
             if older is not None:
                 newest, dropped = sorted((older, col), key=lambda c: c.doc.environment.finished
@@ -172,19 +173,20 @@ def long_table(columns: list[Column]) -> pd.DataFrame:
 
 
 def case_rows(columns: list[Column], spec_dir) -> pd.DataFrame:
-    """Every case instance in spec order (then any only the results know), with title and references."""
+    """Every case instance in spec order (then any only the results know), with title, references and
+    where the spec writes it (file.yaml:line)."""
     known = {}
     try:
         for inst in load_spec(spec_dir):
             known[inst.id] = dict(id=inst.id, base_id=inst.case.id, topic=inst.topic, title=inst.case.title,
-                                  references=[str(r) for r in inst.case.references])
+                                  references=[str(r) for r in inst.case.references], source=inst.source)
     except SpecError:
         pass  # the results still carry titles and references
     for col in columns:
         for case in col.doc.cases if col.doc else []:
             known.setdefault(case.id, dict(id=case.id, base_id=case.base_id, topic=case.topic,
-                                           title=case.title, references=case.references))
-    frame = pd.DataFrame(list(known.values()), columns=["id", "base_id", "topic", "title", "references"])
+                                           title=case.title, references=case.references, source=case.source))
+    frame = pd.DataFrame(list(known.values()), columns=["id", "base_id", "topic", "title", "references", "source"])
     frame["order"] = range(len(frame))
     return frame
 

@@ -76,10 +76,14 @@ def test_safe_href_keeps_web_links(target):
     assert urlsplit(safe_href(target)).scheme in ("http", "https")
 
 
-def test_template_has_one_href_and_it_goes_through_safe_href():
-    template = TEMPLATE.read_text()
-    assert re.findall(r'href="[^"]*"', template) == ['href="{{ href }}"']
-    assert "{% set href = target|safe_href(anchor) %}" in template
+def test_every_href_of_the_templates_goes_through_safe_href_or_names_a_page_of_the_site():
+    """A link from results text goes through the `link` macro (safe_href); the site's own links join
+    fixed paths, page names made of plain characters (site.page_name) and url-encoded ids."""
+    internal = r"(\{\{ root \}\})?[a-z/._]*(\{\{ pages\[[\w.]+\] \}\})?(#\{\{ id\|urlencode \}\})?"
+    for template in TEMPLATE.parent.glob("*.html"):
+        for href in re.findall(r'href="([^"]*)"', template.read_text()):
+            assert href == "{{ href }}" or re.fullmatch(internal, href), (template.name, href)
+    assert "{% set href = target|safe_href(anchor) %}" in (TEMPLATE.parent / "_macros.html").read_text()
 
 
 def test_only_web_links_are_live(tmp_path):

@@ -1,0 +1,166 @@
+"""`python -m conformance publish`: the results as a static site that works from any static host and
+from file:// (no network fetch, no script needed to read it).
+
+    SITE/index.html          first, one row per run with every axis: the five seeds' verdicts and the
+                             run's counts (a run mostly of errors is flagged); the freshness stamp
+    SITE/cases/index.html    every case instance, a row each, with its outcome in every run
+    SITE/cases/<case>.html   a page per case (a stable permalink; each instance an anchor): its YAML
+                             source, each run's verdict with expected vs observed per check, the
+                             variants that explain it with their confirm snippet's source, and the
+                             `repro` line to paste
+    SITE/data/               the results files as read, index.json (each file with its axes, suite
+                             commit, dates, counts and sha256) and summary.csv
+
+The pages share the report's templates (templates/_macros.html) and its reading of results
+(page.py): a file the report would leave out with a warning is left out here too.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ..run import AXES
+from ..spec import SPEC_DIR
+from ..spec.safe_yaml import read_text
+from .bench import one_line
+from .page import (CELL, Column, OutputError, _grouped, _no_formula, _replace, case_rows, cell_class, load_columns,
+                   long_table, safe_href, summary_counts, variants_of)
+
+MOSTLY_ERRORS = 0.25  # a run with more of its cases in error than this is flagged, not read row by row
+REPO = Path(__file__).resolve().parents[2]
+
+
+def page_name(base_id: str) -> str:
+    """The file name of a case's page: its id where the id is a plain word (every spec id is)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", base_id)[:120] + ".html"
+
+
+def case_source(source: str, spec_dir: Path) -> str:
+    """The YAML of one case, from `file.yaml:line` to the next case of its file; "" where unreadable."""
+    name, _, line = source.rpartition(":")
+    path = Path(spec_dir) / name
+    if not line.isdigit() or path.parent != Path(spec_dir) or not path.is_file():
+        return ""
+    try:
+        lines = read_text(path, 4 << 20).splitlines()
+    except (OSError, ValueError):
+        return ""
+    start = int(line) - 1
+    if not 0 <= start < len(lines):
+        return ""
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= indent), len(lines))
+    return "\n".join(lines[start:end]).rstrip()
+
+
+def snippet_source(snippet: str) -> str:
+    """A confirm snippet's text from the suite's checkout; "" for a path outside its rooms."""
+    path = (REPO / snippet).resolve()
+    rooms = (REPO / "conformance" / "runners").resolve()
+    if rooms not in path.parents or path.suffix != ".py" or not path.is_file():
+        return ""
+    try:
+        return read_text(path, 1 << 20)
+    except (OSError, ValueError):
+        return ""
+
+
+def repro_line(case_id: str, col: Column) -> str:
+    """The command that replays `case_id` as `col` ran it, step by step beside the reference."""
+    run = col.run
+    options = [f"--{a.name} {getattr(run, a.name)}" for a in AXES
+               if a.option and getattr(run, a.name) and getattr(run, a.name) != a.default]
+    quoted = "'" + case_id.replace("'", "'\\''") + "'"
+    return " ".join(["python -m conformance repro", quoted, f"--framework {run.framework}", *options])
+
+
+def data_index(columns: list[Column], copies: dict[str, str]) -> list[dict]:
+    """data/index.json: every results file published, with its axes, provenance, counts and sha256."""
+    entries = []
+    for col in columns:
+        if not col.doc or col.key not in copies:
+            continue
+        env = col.doc.environment
+        path = copies[col.key]
+        entries.append(dict(file=path, **{a.name: getattr(col.run, a.name) for a in AXES},
+                            accelerator=env.accelerator, suite_sha=env.suite_sha, spec_hash=env.spec_hash,
+                            started=env.started, finished=env.finished, complete=col.doc.complete,
+                            cases=len(col.doc.cases), summary=col.doc.summary,
+                            sha256=hashlib.sha256(Path(col.path).read_bytes()).hexdigest()))
+    return entries
+
+
+def publish(results_dirs, out_dir: Path, spec_dir=None) -> Path:
+    """Write the site into out_dir (OutputError if it cannot); returns its index.html."""
+    warnings = []
+
+    def warn(message):
+        message = one_line(message)
+        print(f"warning: {message}", file=sys.stderr)
+        warnings.append(message)
+
+    out_dir = Path(out_dir)
+    spec_dir = Path(spec_dir or SPEC_DIR)
+    columns = load_columns([Path(d) for d in results_dirs], out_dir, warn)
+    runs = [c for c in columns if c.doc]
+    table = long_table(columns)
+    rows = case_rows(columns, spec_dir)
+    counts = summary_counts(table, columns)
+    built = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    pages = {base: page_name(base) for base in dict.fromkeys(rows.base_id)}
+    records = {(case.id, col.key): case for col in runs for case in col.doc.cases}
+
+    env = Environment(loader=PackageLoader("conformance.report", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["safe_href"] = safe_href
+    common = dict(built=built, legend=CELL, warnings=warnings, runs=runs, columns=columns, cell_class=cell_class)
+    stamp = dict(suites=sorted({c.doc.environment.suite_sha for c in runs}),
+                 newest=max((c.doc.environment.finished or c.doc.environment.started for c in runs), default=""),
+                 versions=sorted({f"{c.framework} {c.run.version}" for c in runs}))
+    flagged = {c.key for c in runs if counts.loc[c.key, "cases"]
+               and counts.loc[c.key, "error"] > MOSTLY_ERRORS * counts.loc[c.key, "cases"]}
+    files = {"index.html": env.get_template("site_index.html").render(
+        **common, root="", counts=counts, flagged=flagged, stamp=stamp, records=records, pages=pages,
+        seeds=_grouped(rows[rows.topic == "seeds"]), axes=[a for a in AXES if a.name != "framework"])}
+    files["cases/index.html"] = env.get_template("site_cases.html").render(
+        **common, root="../", records=records, pages=pages,
+        topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)])
+    for base, part in rows.groupby("base_id", sort=False):
+        group = _grouped(part)[0]
+        instances = []
+        for inst_id, label in group["instances"]:
+            cells = []
+            for col in runs:
+                case = records.get((inst_id, col.key))
+                if case is not None:
+                    cells.append(dict(col=col, case=case, cls=cell_class(case), repro=repro_line(inst_id, col),
+                                      variants=[dict(v=v, source=snippet_source(v.snippet)) for v in variants_of(case)]))
+            instances.append(dict(id=inst_id, label=label, cells=cells))
+        files[f"cases/{pages[base]}"] = env.get_template("site_case.html").render(
+            **common, root="../", group=group, instances=instances, topic=part.topic.iloc[0],
+            yaml=case_source(part.source.iloc[0], spec_dir))
+
+    copies = {col.key: f"data/results/{col.key}.json" for col in runs}
+    csv = table.map(_no_formula) if hasattr(table, "map") else table.applymap(_no_formula)
+    files["data/summary.csv"] = csv.to_csv(index=False)
+    files["data/index.json"] = json.dumps(dict(built=built, results=data_index(runs, copies)), indent=1)
+    try:
+        for name, text in files.items():
+            (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+            _replace(out_dir / name, text)
+        (out_dir / "data" / "results").mkdir(parents=True, exist_ok=True)
+        for col in runs:
+            shutil.copyfile(col.path, out_dir / copies[col.key])
+    except FileExistsError:
+        raise OutputError("a path in it exists and is not a folder") from None
+    except OSError as exc:
+        raise OutputError(f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror or exc}") from None
+    return out_dir / "index.html"
+

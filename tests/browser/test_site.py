@@ -1,0 +1,36 @@
+"""The published site in headless Chromium, from file:// (as a static host serves it): the landing
+page renders every run and stays small, and a case's permalink opens that case. Screenshots go to
+reports/site-landing.png and reports/site-case.png (or $CONFORMANCE_SCREENSHOTS)."""
+import os
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+from conformance.report.site import publish
+from conftest import INSTANCES
+from test_report_page import chromium
+
+SHOTS = Path(os.environ.get("CONFORMANCE_SCREENSHOTS", "reports"))
+
+
+def test_the_landing_page_renders_every_run_under_a_megabyte(report_dir, tmp_path):
+    index = publish([report_dir / "results"], tmp_path / "site")
+    assert index.stat().st_size < 1 << 20
+    dom = chromium("--dump-dom", index.as_uri())
+    assert re.findall(r'<tr class="run-row[^"]*" data-run="([^"]+)"', dom) == [
+        "torch-2.13.0-cpu-eager-loop", "tensorflow-2.21.0-cpu-eager-loop"]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    chromium("--window-size=1400,900", f"--screenshot={(SHOTS / 'site-landing.png').resolve()}", index.as_uri())
+    assert (SHOTS / "site-landing.png").stat().st_size > 0
+
+
+def test_a_case_permalink_opens_that_case(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    inst = next(i for i in INSTANCES if "[" in i.id)
+    url = (site / "cases" / f"{inst.case.id}.html").as_uri() + "#" + quote(inst.id)
+    dom = chromium("--dump-dom", url)  # the fragment names the instance's heading, as the browser parsed it
+    assert f'<h2 id="{inst.id}">{inst.id}</h2>' in dom and f"<h1 id=\"case\">{inst.case.id}</h1>" in dom
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    chromium("--window-size=1400,900", f"--screenshot={(SHOTS / 'site-case.png').resolve()}", url)
+    assert (SHOTS / "site-case.png").stat().st_size > 0

@@ -1,0 +1,131 @@
+"""`publish`: the static site from synthetic results (no framework needed)."""
+import hashlib
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from conformance import results
+from conformance.__main__ import main
+from conformance.report.site import publish
+from conftest import INSTANCES, env, record
+
+SEED = next(i for i in INSTANCES if i.topic == "seeds")
+
+
+class Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+
+def parsed(path):
+    links = Links()
+    links.feed(path.read_text())
+    return links
+
+
+def test_every_internal_link_of_the_site_resolves(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 10
+    checked = 0
+    for page in pages:
+        for href in parsed(page).hrefs:
+            parts = urlsplit(href)
+            if parts.scheme:
+                assert parts.scheme in ("http", "https"), href
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            assert target.is_file(), f"{page.relative_to(site)}: {href}"
+            if parts.fragment and target.suffix == ".html":
+                assert unquote(parts.fragment) in parsed(target).ids, f"{page.relative_to(site)}: {href}"
+            checked += 1
+    assert checked > 100
+
+
+def test_the_landing_page_puts_the_seeds_and_every_axis_of_every_run_first(report_dir, tmp_path):
+    folder = report_dir / "results"
+    graph = env("torch", "2.13.0").model_copy(update=dict(mode="graph", backend="inductor"))
+    results.write(results.Results(complete=True, environment=graph, cases=[record(i) for i in INSTANCES]),
+                  folder / "torch-graph.json")
+    index = publish([folder], tmp_path / "site").read_text()
+    runs = re.findall(r'<tr class="run-row[^"]*" data-run="([^"]+)"', index)
+    assert runs == ["torch-2.13.0-cpu-eager-loop", "torch-2.13.0-cpu-graph+inductor-loop",
+                    "tensorflow-2.21.0-cpu-eager-loop"]
+    row = index.split('data-run="torch-2.13.0-cpu-graph+inductor-loop"', 1)[1].split("</tr>", 1)[0]
+    assert "<td>inductor</td>" in row and "<td>graph</td>" in row
+    assert index.index('id="runs"') < index.index(SEED.case.id) < index.index("conform %")
+    assert "Suite abc" in index and "newest run 2026-01-01" in index
+
+
+def test_a_run_mostly_of_errors_is_flagged(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    cases = [record(i, "error" if n % 2 else "conform", reason="harness fell over") for n, i in enumerate(INSTANCES)]
+    results.write(results.Results(complete=True, environment=env("paddle", "2.6.2"), cases=cases), folder / "p.json")
+    index = publish([folder], tmp_path / "site").read_text()
+    assert 'class="run-row flagged"' in index and "mostly errors" in index
+
+
+def test_a_case_page_holds_its_source_its_observations_the_snippet_and_the_repro_line(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    first = INSTANCES[0]
+    page = (site / "cases" / f"{first.case.id}.html").read_text()
+    assert f"- id: {first.case.id}" in page  # the YAML as the spec writes it
+    assert "value x @ step 1" in page and "changed by max 1e-3" in page
+    assert "plain-containers-unregistered" in page and "def one_step(kind):" in page  # the snippet's source
+    assert f"python -m conformance repro &#39;{first.id}&#39; --framework torch" in page
+    assert "&lt;script&gt;" in page and "<script>alert" not in page
+
+
+def test_the_data_index_names_each_file_with_its_axes_and_hash(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    index = json.loads((site / "data" / "index.json").read_text())
+    files = {entry["file"]: entry for entry in index["results"]}
+    assert set(files) == {"data/results/torch-2.13.0-cpu-eager-loop.json", "data/results/tensorflow-2.21.0-cpu-eager-loop.json"}
+    entry = files["data/results/torch-2.13.0-cpu-eager-loop.json"]
+    assert (entry["framework"], entry["version"], entry["device"], entry["mode"], entry["api"], entry["backend"]) == \
+        ("torch", "2.13.0", "cpu", "eager", "loop", "")
+    assert entry["sha256"] == hashlib.sha256((site / entry["file"]).read_bytes()).hexdigest()
+    assert entry["complete"] and not files["data/results/tensorflow-2.21.0-cpu-eager-loop.json"]["complete"]
+    assert (site / "data" / "summary.csv").read_text().startswith("run,framework")
+
+
+def test_publish_with_a_missing_folder_writes_the_others_then_fails_naming_it(report_dir, tmp_path, capsys):
+    site = tmp_path / "site"
+    code = main(["publish", "--results", str(report_dir / "results"), str(tmp_path / "nowhere"), "--out", str(site)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"publish --results {tmp_path / 'nowhere'}: no such folder" in err
+    assert (site / "index.html").is_file()
+
+
+def test_publish_into_a_file_is_refused_in_one_line(report_dir, tmp_path, capsys):
+    blocker = tmp_path / "site"
+    blocker.write_text("not a folder")
+    assert main(["publish", "--results", str(report_dir / "results"), "--out", str(blocker)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: publish --out {blocker}: a path in it exists and is not a folder"]
+    assert blocker.read_text() == "not a folder"
+
+
+def test_a_case_id_is_never_a_path(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    odd = record(INSTANCES[0]).model_copy(update=dict(id="../../evil[x]", base_id="../../evil"))
+    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"), cases=[odd]), folder / "t.json")
+    site = tmp_path / "site"
+    publish([folder], site)
+    assert not (tmp_path / "evil.html").exists() and (site / "cases" / "______evil.html").is_file()
+    assert all(Path(p).resolve().is_relative_to(site.resolve()) for p in site.rglob("*"))
