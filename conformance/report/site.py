@@ -3,6 +3,8 @@ from file:// (no network fetch, no script needed to read it).
 
     SITE/index.html          first, one row per run with every axis: the five seeds' verdicts and the
                              run's counts (a run mostly of errors is flagged); the freshness stamp
+    SITE/porting.html        "from X to Y": pick two runs, see the variants that differ, each in plain
+                             words with its upstream link and the cases where it changes the outcome
     SITE/cases/index.html    every case instance, a row each, with its outcome in every run
     SITE/cases/<case>.html   a page per case (a stable permalink; each instance an anchor): its YAML
                              source, each run's verdict with expected vs observed per check, the
@@ -23,9 +25,11 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ..oracle.variants import VARIANTS
 from ..run import AXES
 from ..spec import SPEC_DIR
 from ..spec.safe_yaml import read_text
@@ -98,6 +102,32 @@ def data_index(columns: list[Column], copies: dict[str, str]) -> list[dict]:
     return entries
 
 
+def porting_data(runs: list[Column], pages: dict[str, str]) -> dict:
+    """What the "from X to Y" page compares, for any two runs: each run's profile (the variants in
+    force for it) and, per variant, its behaviour against the reference's, and per run that holds
+    it, the profile's reason and link and the cases whose divergence it explains there."""
+    variants: dict[str, dict] = {}
+    out_runs = {}
+    for col in runs:
+        out_runs[col.key] = dict(label=f"{col.framework} {col.run.version} {col.run.label}".strip(),
+                                 variants=[v.name for v in col.doc.profile])
+        for entry in col.doc.profile:
+            known = VARIANTS.get(entry.name)
+            item = variants.setdefault(entry.name, dict(
+                behaviour=known.behaviour if known else entry.reason, reference=known.reference if known else "",
+                runs={}))
+            cases = [c.id for c in col.doc.cases if any(v.name == entry.name for v in variants_of(c))]
+            item["runs"][col.key] = dict(reason=entry.reason, link=safe_href(entry.link) if entry.link else None,
+                                         cases=[[i, f"cases/{pages.get(c.base_id, page_name(c.base_id))}#{quote(i)}"]
+                                                for i, c in ((c.id, c) for c in col.doc.cases if c.id in cases)])
+    return dict(runs=out_runs, variants=variants)
+
+
+def script_json(data) -> str:
+    """JSON to embed in a <script> element: nothing in it can close the element."""
+    return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def publish(results_dirs, out_dir: Path, spec_dir=None) -> Path:
     """Write the site into out_dir (OutputError if it cannot); returns its index.html."""
     warnings = []
@@ -129,6 +159,8 @@ def publish(results_dirs, out_dir: Path, spec_dir=None) -> Path:
     files = {"index.html": env.get_template("site_index.html").render(
         **common, root="", counts=counts, flagged=flagged, stamp=stamp, records=records, pages=pages,
         seeds=_grouped(rows[rows.topic == "seeds"]), axes=[a for a in AXES if a.name != "framework"])}
+    files["porting.html"] = env.get_template("site_porting.html").render(
+        **common, root="", data=script_json(porting_data(runs, pages)))
     files["cases/index.html"] = env.get_template("site_cases.html").render(
         **common, root="../", records=records, pages=pages,
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)])

@@ -129,3 +129,21 @@ def test_a_case_id_is_never_a_path(tmp_path):
     publish([folder], site)
     assert not (tmp_path / "evil.html").exists() and (site / "cases" / "______evil.html").is_file()
     assert all(Path(p).resolve().is_relative_to(site.resolve()) for p in site.rglob("*"))
+
+
+def test_the_porting_data_compares_profiles_and_its_case_links_resolve(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    page = (site / "porting.html").read_text()
+    raw = page.split('<script type="application/json" id="porting-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in raw  # nothing in the data can close its element
+    data = json.loads(raw)
+    assert data["runs"]["torch-2.13.0-cpu-eager-loop"]["variants"] == ["plain-containers-unregistered"]
+    assert data["runs"]["tensorflow-2.21.0-cpu-eager-loop"]["variants"] == ["adam-shared-step-counter"]
+    entry = data["variants"]["plain-containers-unregistered"]["runs"]["torch-2.13.0-cpu-eager-loop"]
+    assert entry["link"] == "https://example.org/doc" and [i for i, _ in entry["cases"]] == [INSTANCES[0].id]
+    for variant in data["variants"].values():
+        for run in variant["runs"].values():
+            for case_id, href in run["cases"]:
+                path, _, fragment = href.partition("#")
+                assert unquote(fragment) in parsed(site / path).ids

@@ -34,3 +34,15 @@ def test_a_case_permalink_opens_that_case(report_dir, tmp_path):
     SHOTS.mkdir(parents=True, exist_ok=True)
     chromium("--window-size=1400,900", f"--screenshot={(SHOTS / 'site-case.png').resolve()}", url)
     assert (SHOTS / "site-case.png").stat().st_size > 0
+
+
+def test_from_one_run_to_another_shows_the_variants_that_differ(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    url = (site / "porting.html").as_uri() + "#from=torch-2.13.0-cpu-eager-loop&to=tensorflow-2.21.0-cpu-eager-loop"
+    dom = chromium("--dump-dom", url)
+    assert re.findall(r'<tr class="porting-row" data-variant="([^"]+)"', dom) == [
+        "plain-containers-unregistered", "adam-shared-step-counter"]
+    assert "2 variant(s) differ" in dom and "https://example.org/doc" in dom
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    chromium("--window-size=1400,900", f"--screenshot={(SHOTS / 'site-porting.png').resolve()}", url)
