@@ -161,8 +161,17 @@ def publish(results_dirs, out_dir: Path, spec_dir=None) -> Path:
         seeds=_grouped(rows[rows.topic == "seeds"]), axes=[a for a in AXES if a.name != "framework"])}
     files["porting.html"] = env.get_template("site_porting.html").render(
         **common, root="", data=script_json(porting_data(runs, pages)))
+    # what the case table's filters match on: each row's outcomes per framework, and its variants
+    outcomes, explained = {}, {}
+    for (case_id, key), case in records.items():
+        col = next(c for c in runs if c.key == key)
+        outcomes.setdefault(case_id, set()).add(f"{col.framework}:{cell_class(case)}")
+        explained.setdefault(case_id, set()).update(v.name for v in variants_of(case))
     files["cases/index.html"] = env.get_template("site_cases.html").render(
-        **common, root="../", records=records, pages=pages,
+        **common, root="../", records=records, pages=pages, frameworks=sorted({c.framework for c in runs}),
+        outcomes={k: " ".join(sorted(v)) for k, v in outcomes.items()},
+        explained={k: " ".join(sorted(v)) for k, v in explained.items()},
+        variant_names=sorted(set().union(*explained.values())) if explained else [],
         topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)])
     for base, part in rows.groupby("base_id", sort=False):
         group = _grouped(part)[0]

@@ -46,3 +46,17 @@ def test_from_one_run_to_another_shows_the_variants_that_differ(report_dir, tmp_
     assert "2 variant(s) differ" in dom and "https://example.org/doc" in dom
     SHOTS.mkdir(parents=True, exist_ok=True)
     chromium("--window-size=1400,900", f"--screenshot={(SHOTS / 'site-porting.png').resolve()}", url)
+
+
+def test_the_case_table_filters_change_the_rows_shown(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    page = (site / "cases" / "index.html").as_uri()
+    shown = lambda dom: re.findall(r'<tr class="case-row" data-case="([^"]+)"[^>]*?(?<! hidden="")>', dom)
+    everything = shown(chromium("--dump-dom", page))
+    assert everything == [i.id for i in INSTANCES]
+    # the fixture's torch run: INSTANCES[0] documented, [3] undocumented; tensorflow: [4] explained
+    assert shown(chromium("--dump-dom", page + "#framework=torch&outcome=divergence")) == [INSTANCES[3].id]
+    assert shown(chromium("--dump-dom", page + "#variant=adam-shared-step-counter")) == [INSTANCES[4].id]
+    topic = INSTANCES[0].topic
+    assert shown(chromium("--dump-dom", page + f"#topic={topic}")) == [i.id for i in INSTANCES if i.topic == topic]
