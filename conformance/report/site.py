@@ -5,6 +5,8 @@ from file:// (no network fetch, no script needed to read it).
                              run's counts (a run mostly of errors is flagged); the freshness stamp
     SITE/porting.html        "from X to Y": pick two runs, see the variants that differ, each in plain
                              words with its upstream link and the cases where it changes the outcome
+    SITE/upstream.html       each variant no upstream page states, per framework: where it holds, its
+                             snippet, the cases it changes with what was observed: for maintainers
     SITE/cases/index.html    every case instance, a row each, with its outcome in every run
     SITE/cases/<case>.html   a page per case (a stable permalink; each instance an anchor): its YAML
                              source, each run's verdict with expected vs observed per check, the
@@ -123,6 +125,27 @@ def porting_data(runs: list[Column], pages: dict[str, str]) -> dict:
     return dict(runs=out_runs, variants=variants)
 
 
+def upstream_findings(runs: list[Column], pages: dict[str, str]) -> list[dict]:
+    """Each variant a framework's profile holds that no upstream page states (link: null), once per
+    framework: the runs it holds in, its reason, its confirm snippet's source, and the cases it
+    explains with what was observed against what the reference gives: what a maintainer needs."""
+    found: dict[tuple, dict] = {}
+    for col in runs:
+        for entry in col.doc.profile:
+            if entry.link is not None:
+                continue
+            item = found.setdefault((col.framework, entry.name), dict(
+                framework=col.framework, name=entry.name, reason=entry.reason, snippet=entry.snippet,
+                source=snippet_source(entry.snippet), behaviour=VARIANTS[entry.name].behaviour if entry.name in VARIANTS else "",
+                reference=VARIANTS[entry.name].reference if entry.name in VARIANTS else "", runs=[], cases={}))
+            item["runs"].append(col)
+            for case in col.doc.cases:
+                if any(v.name == entry.name for v in variants_of(case)):
+                    item["cases"].setdefault(case.id, dict(page=pages.get(case.base_id, page_name(case.base_id)),
+                                                           runs=[], case=case))["runs"].append(col)
+    return sorted(found.values(), key=lambda item: (item["framework"], item["name"]))
+
+
 def script_json(data) -> str:
     """JSON to embed in a <script> element: nothing in it can close the element."""
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -167,6 +190,8 @@ def publish(results_dirs, out_dir: Path, spec_dir=None) -> Path:
         col = next(c for c in runs if c.key == key)
         outcomes.setdefault(case_id, set()).add(f"{col.framework}:{cell_class(case)}")
         explained.setdefault(case_id, set()).update(v.name for v in variants_of(case))
+    files["upstream.html"] = env.get_template("site_upstream.html").render(
+        **common, root="", findings=upstream_findings(runs, pages))
     files["cases/index.html"] = env.get_template("site_cases.html").render(
         **common, root="../", records=records, pages=pages, frameworks=sorted({c.framework for c in runs}),
         outcomes={k: " ".join(sorted(v)) for k, v in outcomes.items()},

@@ -1,5 +1,6 @@
 """`publish`: the static site from synthetic results (no framework needed)."""
 import hashlib
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -147,3 +148,15 @@ def test_the_porting_data_compares_profiles_and_its_case_links_resolve(report_di
             for case_id, href in run["cases"]:
                 path, _, fragment = href.partition("#")
                 assert unquote(fragment) in parsed(site / path).ids
+
+
+def test_each_variant_no_upstream_page_states_gets_an_entry_a_maintainer_can_act_on(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    page = (site / "upstream.html").read_text()
+    entries = re.findall(r'<h2 id="([^"]+)">', page)
+    assert entries == ["tensorflow-adam-shared-step-counter"]  # torch's variant cites a page: not listed
+    assert "Holds in: <span class=\"run\">tensorflow 2.21.0</span>" in page
+    snippet = Path("conformance/runners/tensorflow/confirm/adam_shared_step_counter.py").read_text()
+    assert snippet.splitlines()[2] in html.unescape(page)  # the snippet's own text
+    assert f'href="cases/{INSTANCES[4].case.id}.html#' in page and "resumes late" not in page.split("<h2", 1)[0]
