@@ -159,10 +159,13 @@ def cmd_publish(args) -> int:
     from .report.site import publish  # pandas and jinja2: only the report env has them
     if str(args.out) in ("", "."):
         raise UsageError("publish --out: name a folder for the site")
+    # the site itself may be new: its first publish starts its history
+    if args.history is not None and not args.history.is_dir() and args.history.resolve() != args.out.resolve():
+        raise UsageError(f"publish --history {args.history}: no such folder (name the site published before)")
     folders = args.results if args.results is not None else results.results_dirs()
     missing = [str(folder) for folder in folders if not Path(folder).is_dir()]
     try:
-        index = publish(folders, Path(args.out), args.spec)
+        index = publish(folders, Path(args.out), args.spec, args.history)
     except OutputError as exc:
         raise UsageError(f"publish --out {args.out}: {exc}") from None
     _say(f"publish: {index} (serve it with `python -m http.server -d {args.out}`, or open it as a file)")
@@ -496,6 +499,8 @@ def main(argv=None) -> int:
     p_publish.add_argument("--results", type=Path, nargs="+", default=None,
                            help="results folders (default: reports/results and each folder in reports/machines)")
     p_publish.add_argument("--out", type=Path, default=Path("reports/site"), help="the site's folder (default reports/site)")
+    p_publish.add_argument("--history", type=Path, default=None, metavar="SITE",
+                           help="a site published before (--out itself allowed): keep its history, show what changed since")
     p_docs = sub.add_parser("docs", help="write docs/*.md (vocabulary, cases, variants, rooms) from the committed inputs")
     p_docs.add_argument("--out", type=Path, default=None, help="folder (default: the checkout's docs/)")
     p_docs.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each page that differs")

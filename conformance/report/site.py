@@ -13,7 +13,8 @@ from file:// (no network fetch, no script needed to read it).
                              variants that explain it with their confirm snippet's source, and the
                              `repro` line to paste
     SITE/data/               the results files as read, index.json (each file with its axes, suite
-                             commit, dates, counts and sha256) and summary.csv
+                             commit, dates, counts and sha256), summary.csv, and history.json: every
+                             publish's outcomes, kept from the site given to --history
 
 The pages share the report's templates (templates/_macros.html) and its reading of results
 (page.py): a file the report would leave out with a warning is left out here too.
@@ -30,6 +31,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from pydantic import BaseModel
 
 from ..oracle.variants import VARIANTS
 from ..run import AXES
@@ -146,13 +148,72 @@ def upstream_findings(runs: list[Column], pages: dict[str, str]) -> list[dict]:
     return sorted(found.values(), key=lambda item: (item["framework"], item["name"]))
 
 
+class Snapshot(BaseModel):
+    """One publish, as data/history.json keeps it: when, from which suite commits, and the outcome of
+    every case in every run (cell class, then the explaining variants, space-separated)."""
+    published: str
+    suites: list[str]
+    outcomes: dict[str, dict[str, str]]  # run key -> case id -> outcome
+
+
+class History(BaseModel):
+    snapshots: list[Snapshot] = []
+
+
+MAX_HISTORY_BYTES = 256 << 20
+
+
+def load_history(site: Path, warn) -> History:
+    """The previous site's data/history.json; an empty history (with a warning) where it has none
+    or it is not one."""
+    path = Path(site) / "data" / "history.json"
+    if not path.exists() and not path.is_symlink():
+        warn(f"--history {site}: no history yet ({path}): starting one")
+        return History()
+    try:
+        return History.model_validate_json(read_text(path, MAX_HISTORY_BYTES))
+    except (OSError, ValueError) as exc:  # ValidationError is a ValueError
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        warn(f"--history {site}: {path} is not a history of this suite ({first}): starting a new one")
+        return History()
+
+
+def outcome_word(case) -> str:
+    return " ".join([cell_class(case), *(v.name for v in variants_of(case))])
+
+
+def changes(history: History, snapshot: Snapshot) -> list[dict]:
+    """Per (run, case) held by both the last snapshot and this one: the cases whose outcome differs."""
+    if not history.snapshots:
+        return []
+    last = history.snapshots[-1].outcomes
+    return [dict(run=run, id=case_id, before=last[run][case_id], after=now)
+            for run, cases in snapshot.outcomes.items() if run in last
+            for case_id, now in cases.items() if case_id in last[run] and last[run][case_id] != now]
+
+
+def timeline(history: History, case_id: str) -> list[dict]:
+    """Per run, each snapshot where this case's outcome differs from the snapshot before it (the first
+    included): when the outcome changed across suite commits and framework releases."""
+    rows, seen = [], {}
+    for snap in history.snapshots:
+        for run, cases in snap.outcomes.items():
+            if case_id in cases and seen.get(run) != cases[case_id]:
+                rows.append(dict(published=snap.published, suites=snap.suites, run=run, outcome=cases[case_id],
+                                 first=run not in seen))
+                seen[run] = cases[case_id]
+    return rows
+
+
 def script_json(data) -> str:
     """JSON to embed in a <script> element: nothing in it can close the element."""
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def publish(results_dirs, out_dir: Path, spec_dir=None) -> Path:
-    """Write the site into out_dir (OutputError if it cannot); returns its index.html."""
+def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | None = None) -> Path:
+    """Write the site into out_dir (OutputError if it cannot); returns its index.html. With
+    history_site (a site published before, out_dir itself allowed), its data/history.json is kept and
+    this publish added to it: the landing page lists what changed since that site's last publish."""
     warnings = []
 
     def warn(message):
@@ -177,10 +238,18 @@ def publish(results_dirs, out_dir: Path, spec_dir=None) -> Path:
     stamp = dict(suites=sorted({c.doc.environment.suite_sha for c in runs}),
                  newest=max((c.doc.environment.finished or c.doc.environment.started for c in runs), default=""),
                  versions=sorted({f"{c.framework} {c.run.version}" for c in runs}))
+    history = load_history(history_site, warn) if history_site is not None else History()
+    snapshot = Snapshot(published=built, suites=stamp["suites"],
+                        outcomes={c.key: {case.id: outcome_word(case) for case in c.doc.cases} for c in runs})
+    base_of = {c.id: c.base_id for col in runs for c in col.doc.cases}
+    changed = [dict(ch, page=pages[base_of[ch["id"]]]) for ch in changes(history, snapshot)]
+    previous = history.snapshots[-1].published if history.snapshots else None
+    history.snapshots.append(snapshot)
     flagged = {c.key for c in runs if counts.loc[c.key, "cases"]
                and counts.loc[c.key, "error"] > MOSTLY_ERRORS * counts.loc[c.key, "cases"]}
     files = {"index.html": env.get_template("site_index.html").render(
         **common, root="", counts=counts, flagged=flagged, stamp=stamp, records=records, pages=pages,
+        changed=changed, previous=previous,
         seeds=_grouped(rows[rows.topic == "seeds"]), axes=[a for a in AXES if a.name != "framework"])}
     files["porting.html"] = env.get_template("site_porting.html").render(
         **common, root="", data=script_json(porting_data(runs, pages)))
@@ -211,12 +280,15 @@ def publish(results_dirs, out_dir: Path, spec_dir=None) -> Path:
             instances.append(dict(id=inst_id, label=label, cells=cells))
         files[f"cases/{pages[base]}"] = env.get_template("site_case.html").render(
             **common, root="../", group=group, instances=instances, topic=part.topic.iloc[0],
-            yaml=case_source(part.source.iloc[0], spec_dir))
+            yaml=case_source(part.source.iloc[0], spec_dir),
+            timelines={inst_id: timeline(history, inst_id) for inst_id, _ in group["instances"]}
+            if len(history.snapshots) > 1 else {})
 
     copies = {col.key: f"data/results/{col.key}.json" for col in runs}
     csv = table.map(_no_formula) if hasattr(table, "map") else table.applymap(_no_formula)
     files["data/summary.csv"] = csv.to_csv(index=False)
     files["data/index.json"] = json.dumps(dict(built=built, results=data_index(runs, copies)), indent=1)
+    files["data/history.json"] = history.model_dump_json()
     try:
         for name, text in files.items():
             (out_dir / name).parent.mkdir(parents=True, exist_ok=True)

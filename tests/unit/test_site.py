@@ -160,3 +160,41 @@ def test_each_variant_no_upstream_page_states_gets_an_entry_a_maintainer_can_act
     snippet = Path("conformance/runners/tensorflow/confirm/adam_shared_step_counter.py").read_text()
     assert snippet.splitlines()[2] in html.unescape(page)  # the snippet's own text
     assert f'href="cases/{INSTANCES[4].case.id}.html#' in page and "resumes late" not in page.split("<h2", 1)[0]
+
+
+def test_publishing_twice_with_history_shows_the_second_runs_changes_against_the_first(tmp_path, capsys):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    site = tmp_path / "site"
+    first = [record(i) for i in INSTANCES]
+    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"), cases=first), folder / "t.json")
+    assert main(["publish", "--results", str(folder), "--out", str(site), "--history", str(site)]) == 0
+    assert "no history yet" in capsys.readouterr().err  # the first publish starts one
+    assert 'id="changed"' not in (site / "index.html").read_text()
+    second = [record(i) for i in INSTANCES]
+    second[2] = record(INSTANCES[2], "divergence", reason="now diverges")
+    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"), cases=second), folder / "t.json")
+    assert main(["publish", "--results", str(folder), "--out", str(site), "--history", str(site)]) == 0
+    index = (site / "index.html").read_text()
+    changed = index.split('id="changed"', 1)[1].split("</table>", 1)[0]
+    assert re.findall(r'<tr data-case="([^"]+)"', changed) == [INSTANCES[2].id]
+    assert "<td>conform</td><td>divergence</td>" in changed
+    history = json.loads((site / "data" / "history.json").read_text())
+    assert len(history["snapshots"]) == 2
+    page = (site / "cases" / f"{INSTANCES[2].case.id}.html").read_text()
+    assert "Across publishes" in page and page.count("torch-2.13.0-cpu-eager-loop</td>") >= 2
+
+
+def test_a_history_that_is_not_one_starts_anew_and_a_missing_site_is_refused(tmp_path, capsys):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"), cases=[record(INSTANCES[0])]),
+                  folder / "t.json")
+    old = tmp_path / "old"
+    (old / "data").mkdir(parents=True)
+    (old / "data" / "history.json").write_text('{"snapshots": [{"published": 1e999}]}')
+    assert main(["publish", "--results", str(folder), "--out", str(tmp_path / "site"), "--history", str(old)]) == 0
+    assert f"--history {old}: {old / 'data' / 'history.json'} is not a history of this suite" in capsys.readouterr().err
+    assert main(["publish", "--results", str(folder), "--out", str(tmp_path / "site"),
+                 "--history", str(tmp_path / "nowhere")]) == 2
+    assert "no such folder (name the site published before)" in capsys.readouterr().err
