@@ -5,6 +5,8 @@ from file:// (no network fetch, no script needed to read it).
                              run's counts (a run mostly of errors is flagged); the freshness stamp
     SITE/porting.html        "from X to Y": pick two runs, see the variants that differ, each in plain
                              words with its upstream link and the cases where it changes the outcome
+    SITE/frameworks/<f>.html each framework's profile per version and run, its constructor defaults, and
+                             what changed between its versions, modes and devices
     SITE/upstream.html       each variant no upstream page states, per framework: where it holds, its
                              snippet, the cases it changes with what was observed: for maintainers
     SITE/cases/index.html    every case instance, a row each, with its outcome in every run
@@ -38,8 +40,9 @@ from ..run import AXES
 from ..spec import SPEC_DIR
 from ..spec.safe_yaml import read_text
 from .bench import one_line
-from .page import (CELL, Column, OutputError, _grouped, _no_formula, _replace, case_rows, cell_class, load_columns,
-                   long_table, safe_href, summary_counts, variants_of)
+from .page import (CELL, Column, OutputError, _grouped, _no_formula, _replace, case_rows, cell_class, defaults_table,
+                   device_differences, execution_differences, load_columns, long_table, profile_table, safe_href,
+                   summary_counts, variants_of, version_changes)
 
 MOSTLY_ERRORS = 0.25  # a run with more of its cases in error than this is flagged, not read row by row
 REPO = Path(__file__).resolve().parents[2]
@@ -249,8 +252,18 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
                and counts.loc[c.key, "error"] > MOSTLY_ERRORS * counts.loc[c.key, "cases"]}
     files = {"index.html": env.get_template("site_index.html").render(
         **common, root="", counts=counts, flagged=flagged, stamp=stamp, records=records, pages=pages,
+        framework_pages={c.framework: page_name(c.framework) for c in runs},
         changed=changed, previous=previous,
         seeds=_grouped(rows[rows.topic == "seeds"]), axes=[a for a in AXES if a.name != "framework"])}
+    # every case id -> its page and anchor, for the tables the site shares with the report page
+    case_pages = {i: f"{pages[b]}#{quote(i)}" for i, b in zip(rows.id, rows.base_id)}
+    frameworks = sorted({c.framework for c in runs}, key=lambda f: [c.framework for c in runs].index(f))
+    for framework in frameworks:
+        mine = [c for c in columns if c.framework == framework]
+        files[f"frameworks/{page_name(framework)}"] = env.get_template("site_framework.html").render(
+            **common, root="../", framework=framework, mine=[c for c in mine if c.doc], case_pages=case_pages,
+            profiles=profile_table(mine), defaults=defaults_table(mine), changes=version_changes(mine),
+            executions=execution_differences(mine), devices=device_differences(mine))
     files["porting.html"] = env.get_template("site_porting.html").render(
         **common, root="", data=script_json(porting_data(runs, pages)))
     # what the case table's filters match on: each row's outcomes per framework, and its variants

@@ -198,3 +198,24 @@ def test_a_history_that_is_not_one_starts_anew_and_a_missing_site_is_refused(tmp
     assert main(["publish", "--results", str(folder), "--out", str(tmp_path / "site"),
                  "--history", str(tmp_path / "nowhere")]) == 2
     assert "no such folder (name the site published before)" in capsys.readouterr().err
+
+
+def test_a_framework_page_holds_its_profile_defaults_and_version_changes(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    variant = results.VariantRecord(name="plain-containers-unregistered", reason="because", link="https://example.org/a",
+                                    snippet="conformance/runners/torch/confirm/plain_containers_unregistered.py")
+    old = [record(i) for i in INSTANCES]
+    new = [record(i) for i in INSTANCES]
+    new[1] = record(INSTANCES[1], "divergence", reason="now", documented=results.Explanation(variants=[variant]))
+    results.write(results.Results(complete=True, environment=env("torch", "2.11.0"), cases=old), folder / "a.json")
+    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"), cases=new, profile=[variant]),
+                  folder / "b.json")
+    site = tmp_path / "site"
+    publish([folder], site)
+    page = (site / "frameworks" / "torch.html").read_text()
+    assert 'data-variant="plain-containers-unregistered"' in page and "needed by 1" in page
+    versions = page.split('id="versions"', 1)[1].split("<h2", 1)[0]
+    assert "2.11.0 → 2.13.0" in versions and re.findall(r'<tr data-case="([^"]+)"', versions) == [INSTANCES[1].id]
+    assert f'href="../cases/{INSTANCES[1].case.id}.html#' in versions
+    assert 'href="frameworks/torch.html"' in (site / "index.html").read_text()
