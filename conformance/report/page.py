@@ -207,6 +207,14 @@ def summary_counts(table: pd.DataFrame, columns: list[Column]) -> pd.DataFrame:
     return counts
 
 
+MOSTLY_ERRORS = 0.25  # a run with more of its cases in error than this is flagged, not read cell by cell
+
+
+def mostly_errors(counts: pd.DataFrame) -> set[str]:
+    """The runs (keys) whose cases are mostly errors: a broken install or harness, not findings."""
+    return {key for key, row in counts.iterrows() if row["cases"] and row["error"] > MOSTLY_ERRORS * row["cases"]}
+
+
 def _cells(table: pd.DataFrame, columns: list[Column]) -> dict:
     """(case id, run key) -> everything a cell shows."""
     by_key = {}
@@ -458,7 +466,7 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
     page = env.get_template("report.html").render(
         built=built,
         suite=next((c.doc.environment.suite_sha for c in columns if c.doc), results.suite_sha()),
-        columns=columns, counts=counts, cells=_cells(table, columns), legend=CELL,
+        columns=columns, counts=counts, cells=_cells(table, columns), legend=CELL, flagged=mostly_errors(counts),
         warnings=warnings, summary_csv=PurePosixPath("summary.csv"),
         undocumented=table[table.cell == "divergence"].to_dict("records"),
         profiles=profile_table(columns), porting=porting_notes(columns), changes=version_changes(columns),

@@ -41,10 +41,9 @@ from ..spec import SPEC_DIR
 from ..spec.safe_yaml import read_text
 from .bench import one_line
 from .page import (CELL, Column, OutputError, _grouped, _no_formula, _replace, case_rows, cell_class, defaults_table,
-                   device_differences, execution_differences, load_columns, long_table, profile_table, safe_href,
+                   device_differences, execution_differences, load_columns, long_table, mostly_errors, profile_table, safe_href,
                    summary_counts, variants_of, version_changes)
 
-MOSTLY_ERRORS = 0.25  # a run with more of its cases in error than this is flagged, not read row by row
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -248,8 +247,7 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
     changed = [dict(ch, page=pages[base_of[ch["id"]]]) for ch in changes(history, snapshot)]
     previous = history.snapshots[-1].published if history.snapshots else None
     history.snapshots.append(snapshot)
-    flagged = {c.key for c in runs if counts.loc[c.key, "cases"]
-               and counts.loc[c.key, "error"] > MOSTLY_ERRORS * counts.loc[c.key, "cases"]}
+    flagged = mostly_errors(counts)
     files = {"index.html": env.get_template("site_index.html").render(
         **common, root="", counts=counts, flagged=flagged, stamp=stamp, records=records, pages=pages,
         framework_pages={c.framework: page_name(c.framework) for c in runs},

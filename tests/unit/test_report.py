@@ -13,7 +13,7 @@ from conftest import INSTANCES, env, record, write_asv
 
 
 def runs_of(page):
-    return re.findall(r'<tr class="fw-row" data-framework="\w+" data-run="([^"]+)"', page)
+    return re.findall(r'<tr class="fw-row[^"]*" data-framework="\w+" data-run="([^"]+)"', page)
 
 
 def write_run(folder, environment, cases):
@@ -217,6 +217,18 @@ def test_the_report_reads_each_other_machines_folder_by_default(tmp_path, monkey
     assert main(["report"]) == 0
     assert {"torch-2.13.0-cpu-eager-loop", "torch-2.11.0-cuda-eager-loop"} <= set(
         runs_of((tmp_path / "reports" / "index.html").read_text()))
+
+
+def test_a_run_mostly_of_errors_is_flagged_on_the_page(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    cases = [record(i, "error" if n % 3 else "conform", reason="harness fell over") for n, i in enumerate(INSTANCES)]
+    write_run(folder, env("paddle", "2.6.2"), cases)
+    write_run(folder, env("torch", "2.13.0"), [record(i) for i in INSTANCES])
+    page = build(folder, tmp_path, bench_dir=None).read_text()
+    assert re.findall(r'<tr class="fw-row flagged" data-framework="\w+" data-run="([^"]+)"', page) == \
+        ["paddle-2.6.2-cpu-eager-loop"]
+    assert page.count("mostly errors</span>") == 1
 
 
 def test_constructor_defaults_are_tabled_per_run(tmp_path):
