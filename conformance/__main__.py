@@ -165,7 +165,7 @@ def cmd_publish(args) -> int:
     folders = args.results if args.results is not None else results.results_dirs()
     missing = [str(folder) for folder in folders if not Path(folder).is_dir()]
     try:
-        index = publish(folders, Path(args.out), args.spec, args.history)
+        index = publish(folders, Path(args.out), args.spec, args.history, args.asv)
     except OutputError as exc:
         raise UsageError(f"publish --out {args.out}: {exc}") from None
     _say(f"publish: {index} (serve it with `python -m http.server -d {args.out}`, or open it as a file)")
@@ -499,6 +499,8 @@ def main(argv=None) -> int:
     p_publish.add_argument("--results", type=Path, nargs="+", default=None,
                            help="results folders (default: reports/results and each folder in reports/machines)")
     p_publish.add_argument("--out", type=Path, default=Path("reports/site"), help="the site's folder (default reports/site)")
+    p_publish.add_argument("--asv", type=Path, default=Path("reports/asv"), metavar="DIR",
+                           help="asv publish's site, copied to SITE/asv where present (default reports/asv)")
     p_publish.add_argument("--history", type=Path, default=None, metavar="SITE",
                            help="a site published before (--out itself allowed): keep its history, show what changed since")
     p_docs = sub.add_parser("docs", help="write docs/*.md (vocabulary, cases, variants, rooms) from the committed inputs")

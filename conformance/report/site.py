@@ -14,6 +14,7 @@ from file:// (no network fetch, no script needed to read it).
                              source, each run's verdict with expected vs observed per check, the
                              variants that explain it with their confirm snippet's source, and the
                              `repro` line to paste
+    SITE/asv/                the benchmarks' asv site, where `asv publish` wrote one (served over HTTP)
     SITE/data/               the results files as read, index.json (each file with its axes, suite
                              commit, dates, counts and sha256), summary.csv, and history.json: every
                              publish's outcomes, kept from the site given to --history
@@ -212,10 +213,12 @@ def script_json(data) -> str:
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | None = None) -> Path:
+def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | None = None,
+            asv_site: Path | None = None) -> Path:
     """Write the site into out_dir (OutputError if it cannot); returns its index.html. With
     history_site (a site published before, out_dir itself allowed), its data/history.json is kept and
-    this publish added to it: the landing page lists what changed since that site's last publish."""
+    this publish added to it: the landing page lists what changed since that site's last publish.
+    asv_site (`asv publish`'s folder), where it holds a site, is copied to SITE/asv/."""
     warnings = []
 
     def warn(message):
@@ -251,6 +254,7 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
     files = {"index.html": env.get_template("site_index.html").render(
         **common, root="", counts=counts, flagged=flagged, stamp=stamp, records=records, pages=pages,
         framework_pages={c.framework: page_name(c.framework) for c in runs},
+        asv=asv_site is not None and (Path(asv_site) / "index.html").is_file(),
         changed=changed, previous=previous,
         seeds=_grouped(rows[rows.topic == "seeds"]), axes=[a for a in AXES if a.name != "framework"])}
     # every case id -> its page and anchor, for the tables the site shares with the report page
@@ -307,6 +311,9 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
         (out_dir / "data" / "results").mkdir(parents=True, exist_ok=True)
         for col in runs:
             shutil.copyfile(col.path, out_dir / copies[col.key])
+        if asv_site is not None and (Path(asv_site) / "index.html").is_file():
+            shutil.rmtree(out_dir / "asv", ignore_errors=True)
+            shutil.copytree(asv_site, out_dir / "asv", symlinks=True)  # a link is copied as a link, never followed
     except FileExistsError:
         raise OutputError("a path in it exists and is not a folder") from None
     except OSError as exc:

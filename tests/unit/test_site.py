@@ -219,3 +219,16 @@ def test_a_framework_page_holds_its_profile_defaults_and_version_changes(tmp_pat
     assert "2.11.0 → 2.13.0" in versions and re.findall(r'<tr data-case="([^"]+)"', versions) == [INSTANCES[1].id]
     assert f'href="../cases/{INSTANCES[1].case.id}.html#' in versions
     assert 'href="frameworks/torch.html"' in (site / "index.html").read_text()
+
+
+def test_the_asv_site_is_published_under_the_same_root_and_linked(report_dir, tmp_path):
+    asv = tmp_path / "asv"
+    (asv / "graphs").mkdir(parents=True)
+    (asv / "index.html").write_text("<html>asv</html>")
+    (asv / "graphs" / "summary.json").write_text("{}")
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site, asv_site=asv)
+    assert (site / "asv" / "graphs" / "summary.json").is_file()
+    assert 'href="asv/index.html"' in (site / "index.html").read_text()
+    publish([report_dir / "results"], tmp_path / "bare", asv_site=tmp_path / "no-asv")
+    assert "No asv site was published" in (tmp_path / "bare" / "index.html").read_text()
