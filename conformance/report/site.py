@@ -208,6 +208,19 @@ def timeline(history: History, case_id: str) -> list[dict]:
     return rows
 
 
+def filter_attributes(runs: list[Column]) -> dict:
+    """What the case table's filters match on: per case, its outcomes as framework:class words and
+    the variants that explain it in any run; and every such variant, for the filter's choices."""
+    outcomes, explained = {}, {}
+    for col in runs:
+        for case in col.doc.cases:
+            outcomes.setdefault(case.id, set()).add(f"{col.framework}:{cell_class(case)}")
+            explained.setdefault(case.id, set()).update(v.name for v in variants_of(case))
+    return dict(outcomes={k: " ".join(sorted(v)) for k, v in outcomes.items()},
+                explained={k: " ".join(sorted(v)) for k, v in explained.items()},
+                variant_names=sorted(set().union(*explained.values())))
+
+
 def script_json(data) -> str:
     """JSON to embed in a <script> element: nothing in it can close the element."""
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -268,20 +281,11 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
             executions=execution_differences(mine), devices=device_differences(mine))
     files["porting.html"] = env.get_template("site_porting.html").render(
         **common, root="", data=script_json(porting_data(runs, pages)))
-    # what the case table's filters match on: each row's outcomes per framework, and its variants
-    outcomes, explained = {}, {}
-    for (case_id, key), case in records.items():
-        col = next(c for c in runs if c.key == key)
-        outcomes.setdefault(case_id, set()).add(f"{col.framework}:{cell_class(case)}")
-        explained.setdefault(case_id, set()).update(v.name for v in variants_of(case))
     files["upstream.html"] = env.get_template("site_upstream.html").render(
         **common, root="", findings=upstream_findings(runs, pages))
     files["cases/index.html"] = env.get_template("site_cases.html").render(
         **common, root="../", records=records, pages=pages, frameworks=sorted({c.framework for c in runs}),
-        outcomes={k: " ".join(sorted(v)) for k, v in outcomes.items()},
-        explained={k: " ".join(sorted(v)) for k, v in explained.items()},
-        variant_names=sorted(set().union(*explained.values())) if explained else [],
-        topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)])
+        **filter_attributes(runs), topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)])
     for base, part in rows.groupby("base_id", sort=False):
         group = _grouped(part)[0]
         instances = []
@@ -305,6 +309,9 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
     files["data/index.json"] = json.dumps(dict(built=built, results=data_index(runs, copies)), indent=1)
     files["data/history.json"] = history.model_dump_json()
     try:
+        for folder in ("cases", "data", "data/results", "frameworks", "asv"):  # as the report: never through a link
+            if (out_dir / folder).is_symlink():
+                raise OutputError(f"{out_dir / folder} is a link: not followed")
         for name, text in files.items():
             (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
             _replace(out_dir / name, text)

@@ -232,3 +232,14 @@ def test_the_asv_site_is_published_under_the_same_root_and_linked(report_dir, tm
     assert 'href="asv/index.html"' in (site / "index.html").read_text()
     publish([report_dir / "results"], tmp_path / "bare", asv_site=tmp_path / "no-asv")
     assert "No asv site was published" in (tmp_path / "bare" / "index.html").read_text()
+
+
+def test_a_link_inside_the_site_is_never_followed(report_dir, tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "cases").symlink_to(elsewhere)
+    assert main(["publish", "--results", str(report_dir / "results"), "--out", str(site)]) == 2
+    assert f"{site / 'cases'} is a link: not followed" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
