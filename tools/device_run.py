@@ -33,7 +33,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,7 +56,6 @@ class Job:
     code: int | None = None
     stopped: bool = False  # by the budget
     seconds: float = 0.0
-    env: dict = field(default_factory=dict)
 
     @property
     def outcome(self) -> str:
@@ -132,7 +131,7 @@ def run_jobs(jobs: list[Job], parallel: int, deadline: float, log: Log, env: dic
             job.log.parent.mkdir(parents=True, exist_ok=True)
             with open(job.log, "wb") as out:
                 job.process = subprocess.Popen(job.argv, cwd=job.cwd, stdout=out, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL, env={**env, **job.env},
+                                               stdin=subprocess.DEVNULL, env=env,
                                                start_new_session=True)
             job.started = time.monotonic()
             running.append(job)
