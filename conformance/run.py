@@ -62,6 +62,13 @@ class Run:
         return "-".join((safe(self.framework), safe(self.version), safe(self.device), mode, safe(self.api)))
 
     @property
+    def line(self) -> str:
+        """The run without its version, e.g. torch-cpu-graph+inductor-loop: what stays when a framework
+        release replaces another, so that history follows a case from one release to the next."""
+        framework, _version, rest = self.name.split("-", 2)
+        return f"{framework}-{rest}"
+
+    @property
     def execution(self) -> str:
         """Mode (with its backend) and api: what tells apart the runs of one version on one device."""
         return f"{self.mode}{f' ({self.backend})' if self.backend else ''} {self.api}"

@@ -34,6 +34,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel
 
 from ..oracle.variants import VARIANTS
@@ -153,10 +154,31 @@ def upstream_findings(runs: list[Column], pages: dict[str, str]) -> list[dict]:
 
 class Snapshot(BaseModel):
     """One publish, as data/history.json keeps it: when, from which suite commits, and the outcome of
-    every case in every run (cell class, then the explaining variants, space-separated)."""
+    every case in every run (cell class, then the explaining variants, space-separated), with each
+    run's line (the run without its version) and version, to follow a case across releases."""
     published: str
     suites: list[str]
     outcomes: dict[str, dict[str, str]]  # run key -> case id -> outcome
+    lines: dict[str, str] = {}           # run key -> Run.line
+    versions: dict[str, str] = {}        # run key -> framework version
+
+
+def predecessor(before: Snapshot, now: Snapshot, run: str) -> str | None:
+    """The run of `before` that `run` replaced: `run` itself where `before` has it, else the newest
+    release of its line that `before` published and `now` no longer does (a framework upgrade)."""
+    if run in before.outcomes:
+        return run
+    line = now.lines.get(run)
+    gone = [r for r in before.outcomes if line and before.lines.get(r) == line and r not in now.outcomes]
+    return max(gone, key=lambda r: version_key(before.versions.get(r, "")), default=None)
+
+
+def version_key(version: str) -> tuple:
+    """Orders releases by PEP 440; a version it cannot parse sorts first."""
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, Version("0"))
 
 
 class History(BaseModel):
@@ -186,25 +208,38 @@ def outcome_word(case) -> str:
 
 
 def changes(history: History, snapshot: Snapshot) -> list[dict]:
-    """Per (run, case) held by both the last snapshot and this one: the cases whose outcome differs."""
+    """Per case of a run that the last snapshot also published (or published in the release this run
+    replaced): the cases whose outcome differs."""
     if not history.snapshots:
         return []
-    last = history.snapshots[-1].outcomes
-    return [dict(run=run, id=case_id, before=last[run][case_id], after=now)
-            for run, cases in snapshot.outcomes.items() if run in last
-            for case_id, now in cases.items() if case_id in last[run] and last[run][case_id] != now]
+    last = history.snapshots[-1]
+    found = []
+    for run, cases in snapshot.outcomes.items():
+        then = predecessor(last, snapshot, run)
+        if then is None:
+            continue
+        found += [dict(run=run, was=then if then != run else "", id=case_id, before=last.outcomes[then][case_id],
+                       after=now) for case_id, now in cases.items()
+                  if case_id in last.outcomes[then] and last.outcomes[then][case_id] != now]
+    return found
 
 
 def timeline(history: History, case_id: str) -> list[dict]:
-    """Per run, each snapshot where this case's outcome differs from the snapshot before it (the first
-    included): when the outcome changed across suite commits and framework releases."""
+    """Per run, each snapshot where this case's outcome differs from the snapshot before it (a run's
+    first appearance included, flagged where it differs from the release of its line it replaced):
+    when the outcome changed across suite commits and framework releases."""
     rows, seen = [], {}
-    for snap in history.snapshots:
+    for number, snap in enumerate(history.snapshots):
+        before = history.snapshots[number - 1] if number else None
         for run, cases in snap.outcomes.items():
-            if case_id in cases and seen.get(run) != cases[case_id]:
-                rows.append(dict(published=snap.published, suites=snap.suites, run=run, outcome=cases[case_id],
-                                 first=run not in seen))
-                seen[run] = cases[case_id]
+            if case_id not in cases or seen.get(run) == cases[case_id]:
+                continue
+            was = predecessor(before, snap, run) if before and run not in seen else None
+            was = was if was and case_id in before.outcomes[was] else None
+            rows.append(dict(published=snap.published, suites=snap.suites, run=run, outcome=cases[case_id],
+                             was=was if was != run else None,
+                             flag=run in seen or (was is not None and before.outcomes[was][case_id] != cases[case_id])))
+            seen[run] = cases[case_id]
     return rows
 
 
@@ -258,7 +293,8 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
                  versions=sorted({f"{c.framework} {c.run.version}" for c in runs}))
     history = load_history(history_site, warn) if history_site is not None else History()
     snapshot = Snapshot(published=built, suites=stamp["suites"],
-                        outcomes={c.key: {case.id: outcome_word(case) for case in c.doc.cases} for c in runs})
+                        outcomes={c.key: {case.id: outcome_word(case) for case in c.doc.cases} for c in runs},
+                        lines={c.key: c.run.line for c in runs}, versions={c.key: c.run.version for c in runs})
     base_of = {c.id: c.base_id for col in runs for c in col.doc.cases}
     changed = [dict(ch, page=pages[base_of[ch["id"]]]) for ch in changes(history, snapshot)]
     previous = history.snapshots[-1].published if history.snapshots else None

@@ -185,6 +185,31 @@ def test_publishing_twice_with_history_shows_the_second_runs_changes_against_the
     assert "Across publishes" in page and page.count("torch-2.13.0-cpu-eager-loop</td>") >= 2
 
 
+def test_history_follows_a_case_across_a_framework_release(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    site = tmp_path / "site"
+    results.write(results.Results(complete=True, environment=env("torch", "2.12.0"),
+                                  cases=[record(i) for i in INSTANCES]), folder / "t.json")
+    publish([folder], site, history_site=tmp_path / "empty")
+    second = [record(i) for i in INSTANCES]
+    second[2] = record(INSTANCES[2], "divergence", reason="changed with the release")
+    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"), cases=second), folder / "t.json")
+    publish([folder], site, history_site=site)
+    changed = (site / "index.html").read_text().split('id="changed"', 1)[1].split("</table>", 1)[0]
+    assert re.findall(r'<tr data-case="([^"]+)"', changed) == [INSTANCES[2].id]  # the others held across it
+    assert "torch-2.13.0-cpu-eager-loop <span class=\"meta\">(then torch-2.12.0-cpu-eager-loop)" in changed
+    def timeline_of(inst):
+        page = (site / "cases" / f"{inst.case.id}.html").read_text()
+        return page.split(f'<h2 id="{inst.id}">', 1)[1].split("<h2 ", 1)[0].split('class="timeline"', 1)[1]
+
+    timeline = timeline_of(INSTANCES[2])
+    rows = re.findall(r"<tr( class=\"flag\")?><td>[^<]*</td><td>[^<]*</td><td>(torch-[^ <]+)", timeline)
+    assert rows == [("", "torch-2.12.0-cpu-eager-loop"), (' class="flag"', "torch-2.13.0-cpu-eager-loop")]
+    assert "(replaced torch-2.12.0-cpu-eager-loop)" in timeline
+    assert "torch-2.13.0-cpu-eager-loop" in timeline_of(INSTANCES[0]) and ' class="flag"' not in timeline_of(INSTANCES[0])
+
+
 def test_a_history_that_is_not_one_starts_anew_and_a_missing_site_is_refused(tmp_path, capsys):
     folder = tmp_path / "results"
     folder.mkdir()
