@@ -26,7 +26,7 @@ from .engine.judge import DEFAULT_TIMEOUT, explain, one_line
 from .engine.worker import TAG, Worker, WorkerFailed, end_strays, run_isolated, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run
-from .runners import FRAMEWORKS, FrameworkMissing, Unavailable, Unsupported, adapter_path, offers
+from .runners import FRAMEWORKS, ROOMS, FrameworkMissing, Unavailable, Unsupported, adapter_path, offers
 from .spec import SPEC_DIR, SpecError, load_spec
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
@@ -165,12 +165,27 @@ def cmd_publish(args) -> int:
     folders = args.results if args.results is not None else results.results_dirs()
     missing = [str(folder) for folder in folders if not Path(folder).is_dir()]
     try:
-        index = publish(folders, Path(args.out), args.spec, args.history, args.asv)
+        index = publish(folders, Path(args.out), args.spec, args.history, args.asv, args.confirm)
     except OutputError as exc:
         raise UsageError(f"publish --out {args.out}: {exc}") from None
     _say(f"publish: {index} (serve it with `python -m http.server -d {args.out}`, or open it as a file)")
     if missing:
         raise UsageError(f"publish --results {missing[0]}: no such folder (the site shows the other folders)")
+    return 0
+
+
+def cmd_confirm(args) -> int:
+    from .confirm import confirm, failed
+    from .runners import load_adapter
+    try:
+        version = load_adapter(adapter_path(args.framework), args.framework).version()
+    except FrameworkMissing as exc:
+        raise UsageError(str(exc)) from None
+    path = confirm(args.framework, version, args.out, say=_say)
+    _say(f"confirm: {path}")
+    if failed(path):
+        raise UsageError(f"confirm: {', '.join(failed(path))} did not confirm on {args.framework} {version} "
+                         f"(their output is in {path})")
     return 0
 
 
@@ -501,8 +516,14 @@ def main(argv=None) -> int:
     p_publish.add_argument("--out", type=Path, default=Path("reports/site"), help="the site's folder (default reports/site)")
     p_publish.add_argument("--asv", type=Path, default=Path("reports/asv"), metavar="DIR",
                            help="asv publish's site, copied to SITE/asv where present (default reports/asv)")
+    p_publish.add_argument("--confirm", type=Path, default=Path("reports/confirm"), metavar="DIR",
+                           help="what `conformance confirm` recorded: the findings page shows it (default reports/confirm)")
     p_publish.add_argument("--history", type=Path, default=None, metavar="SITE",
                            help="a site published before (--out itself allowed): keep its history, show what changed since")
+    p_confirm = sub.add_parser("confirm", help="run the snippets of the variants no upstream page states; keep what they print")
+    p_confirm.add_argument("--framework", required=True, choices=ROOMS, help="the room whose findings to run")
+    p_confirm.add_argument("--out", type=Path, default=Path("reports/confirm"),
+                           help="folder for <framework>-<version>.json (default reports/confirm)")
     p_docs = sub.add_parser("docs", help="write docs/*.md (vocabulary, cases, variants, rooms) from the committed inputs")
     p_docs.add_argument("--out", type=Path, default=None, help="folder (default: the checkout's docs/)")
     p_docs.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each page that differs")
@@ -514,7 +535,7 @@ def main(argv=None) -> int:
         args.out = DOCS_DIR
     try:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report,
-                "publish": cmd_publish, "docs": cmd_docs, "audit": cmd_audit}[args.command](args)
+                "publish": cmd_publish, "confirm": cmd_confirm, "docs": cmd_docs, "audit": cmd_audit}[args.command](args)
     except (SpecError, UsageError) as exc:
         _say(f"error: {exc}", sys.stderr)
         return 2

@@ -167,8 +167,8 @@ def environment(run: Run, spec_dir, started: str, accelerator: str = "") -> Envi
                        suite_sha=suite_sha(), spec_hash=spec_hash(spec_dir), started=started)
 
 
-def write(results: Results, path: Path) -> None:
-    """Write via a temporary file in the same folder and rename: readers never see half a file, and
+def write(results: BaseModel, path: Path) -> None:
+    """Write a results file (or another record of the suite) via a temporary file in the same folder and rename: readers never see half a file, and
     a failed write (a full disk) leaves the previous file as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,8 @@ from file:// (no network fetch, no script needed to read it).
     SITE/frameworks/<f>.html each framework's profile per version and run, its constructor defaults, and
                              what changed between its versions, modes and devices
     SITE/upstream.html       each variant no upstream page states, per framework: where it holds, its
-                             snippet, the cases it changes with what was observed: for maintainers
+                             snippet and what it printed (`conformance confirm`), the cases it changes
+                             with what was observed: for maintainers
     SITE/cases/index.html    every case instance, a row each, with its outcome in every run
     SITE/cases/<case>.html   a page per case (a stable permalink; each instance an anchor): its YAML
                              source, each run's verdict with expected vs observed per check, the
@@ -131,10 +132,31 @@ def porting_data(runs: list[Column], pages: dict[str, str]) -> dict:
     return dict(runs=out_runs, variants=variants)
 
 
-def upstream_findings(runs: list[Column], pages: dict[str, str]) -> list[dict]:
+MAX_CONFIRM_BYTES = 4 << 20
+
+
+def load_confirmed(folder: Path | None, warn) -> list:
+    """What `conformance confirm` recorded in folder (a ConfirmRun per framework version); a file that
+    is not one is left out with a warning."""
+    from ..confirm import ConfirmRun
+    if folder is None or not Path(folder).is_dir():
+        return []
+    found = []
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            if path.is_symlink():
+                raise ValueError("a link: not followed")
+            found.append(ConfirmRun.model_validate_json(read_text(path, MAX_CONFIRM_BYTES)))
+        except (OSError, ValueError) as exc:  # ValidationError is a ValueError
+            warn(f"{path}: not a record of `conformance confirm` ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}): left out")
+    return found
+
+
+def upstream_findings(runs: list[Column], pages: dict[str, str], confirmed: list = ()) -> list[dict]:
     """Each variant a framework's profile holds that no upstream page states (link: null), once per
-    framework: the runs it holds in, its reason, its confirm snippet's source, and the cases it
-    explains with what was observed against what the reference gives: what a maintainer needs."""
+    framework: the runs it holds in, its reason, its confirm snippet's source and what it printed on
+    each version `conformance confirm` ran it, and the cases it explains with what was observed
+    against what the reference gives: what a maintainer needs."""
     found: dict[tuple, dict] = {}
     for col in runs:
         for entry in col.doc.profile:
@@ -143,7 +165,12 @@ def upstream_findings(runs: list[Column], pages: dict[str, str]) -> list[dict]:
             item = found.setdefault((col.framework, entry.name), dict(
                 framework=col.framework, name=entry.name, reason=entry.reason, snippet=entry.snippet,
                 source=snippet_source(entry.snippet), behaviour=VARIANTS[entry.name].behaviour if entry.name in VARIANTS else "",
-                reference=VARIANTS[entry.name].reference if entry.name in VARIANTS else "", runs=[], cases={}))
+                reference=VARIANTS[entry.name].reference if entry.name in VARIANTS else "", runs=[], cases={},
+                printed=sorted([dict(version=record.version, suite_sha=record.suite_sha, finished=record.finished,
+                                     returncode=out.returncode, output=out.output)
+                                for record in confirmed if record.framework == col.framework
+                                for out in record.snippets if out.variant == entry.name],
+                               key=lambda out: version_key(out["version"]))))
             item["runs"].append(col)
             for case in col.doc.cases:
                 if any(v.name == entry.name for v in variants_of(case)):
@@ -262,11 +289,12 @@ def script_json(data) -> str:
 
 
 def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | None = None,
-            asv_site: Path | None = None) -> Path:
+            asv_site: Path | None = None, confirm_dir: Path | None = None) -> Path:
     """Write the site into out_dir (OutputError if it cannot); returns its index.html. With
     history_site (a site published before, out_dir itself allowed), its data/history.json is kept and
     this publish added to it: the landing page lists what changed since that site's last publish.
-    asv_site (`asv publish`'s folder), where it holds a site, is copied to SITE/asv/."""
+    asv_site (`asv publish`'s folder), where it holds a site, is copied to SITE/asv/. confirm_dir holds
+    what `conformance confirm` recorded: the findings' page shows what each snippet printed."""
     warnings = []
 
     def warn(message):
@@ -318,7 +346,7 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
     files["porting.html"] = env.get_template("site_porting.html").render(
         **common, root="", data=script_json(porting_data(runs, pages)))
     files["upstream.html"] = env.get_template("site_upstream.html").render(
-        **common, root="", findings=upstream_findings(runs, pages))
+        **common, root="", findings=upstream_findings(runs, pages, load_confirmed(confirm_dir, warn)))
     files["cases/index.html"] = env.get_template("site_cases.html").render(
         **common, root="../", records=records, pages=pages, frameworks=sorted({c.framework for c in runs}),
         **filter_attributes(runs), topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)])
