@@ -1,5 +1,8 @@
-"""Synthetic results and asv files for the report tests (unit and browser)."""
+"""Synthetic results and asv files for the report tests (unit and browser), and headless Chromium."""
 import json
+import shutil
+import subprocess
+import tempfile
 
 import pytest
 
@@ -7,6 +10,19 @@ from conformance import results
 from conformance.spec import SPEC_DIR, load_spec
 
 INSTANCES = load_spec(SPEC_DIR)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium(*args):
+    assert CHROMIUM, "Chromium not found: install Debian's chromium package (tox -e browser and tox -e report do)"
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
 
 
 def env(framework, version="1.0", device="cpu", started="2026-01-01T00:00:00+00:00"):

@@ -7,29 +7,13 @@ Set CONFORMANCE_REPORT to a built index.html to check that page instead of a syn
 import itertools
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from conformance.report.page import build
-from conftest import INSTANCES, write_asv
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def chromium(*args):
-    assert CHROMIUM, "Chromium not found: install Debian's chromium package (tox -e browser does)"
-    with tempfile.TemporaryDirectory() as profile:
-        done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
-                              capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
+from conformance.runners import ROOMS
+from conftest import INSTANCES, chromium, write_asv
 
 @pytest.fixture
 def page(report_dir, tmp_path):
@@ -50,7 +34,7 @@ def test_report_renders_in_chromium(page):
     assert len(rows) == len(set(rows)) > 0
     header = matrix.split("</tr>", 1)[0]
     runs = re.findall(r'<th class="fw" data-run="[^"]*">(\w+)', header)  # one column per run
-    assert [name for name, _ in itertools.groupby(runs)] == ["torch", "paddle", "mindspore", "tensorflow"]
+    assert [name for name, _ in itertools.groupby(runs)] == list(ROOMS)
     for row in matrix.split('<tr class="case-row"')[1:]:  # a row runs to the next one (cells nest tables)
         assert row.count('<td class="cell ') == len(runs)
     assert re.search(r'<img class="bench" id="bench-plot"[^>]*src="data:image/png;base64,', dom)

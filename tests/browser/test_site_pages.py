@@ -7,8 +7,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from conformance.report.site import publish
-from conftest import INSTANCES
-from test_report_page import chromium
+from conftest import INSTANCES, chromium
 
 SHOTS = Path(os.environ.get("CONFORMANCE_SCREENSHOTS", "reports"))
 
@@ -46,6 +45,8 @@ def test_from_one_run_to_another_shows_the_variants_that_differ(report_dir, tmp_
     assert "2 variant(s) differ" in dom and "https://example.org/doc" in dom
     SHOTS.mkdir(parents=True, exist_ok=True)
     chromium("--window-size=1400,900", f"--screenshot={(SHOTS / 'site-porting.png').resolve()}", url)
+    dom = chromium("--dump-dom", (site / "porting.html").as_uri() + "#from=torch-9.9-cpu-eager-loop")
+    assert "from=torch-9.9-cpu-eager-loop: no such run in this site; showing the first runs instead." in dom
 
 
 def test_the_case_table_filters_change_the_rows_shown(report_dir, tmp_path):
