@@ -18,6 +18,7 @@ observation with what this module computes for the same scenario. Its stance, st
   checks can look at such a step and after it);
 - an Embedding's gradient is dense, as torch's default: zero in the rows not looked up this step
   (so decay and optimizer state still move them), and zero in the padding row;
+- running statistics get no gradient, even when an optimizer holds them;
 - freezing stops a parameter's gradient only: a frozen BatchNorm in a train step still
   normalises with the batch and updates its statistics; unfreezing resumes its gradient;
 - a learning-rate change applies from the next update on, to decoupled decay too (lr * wd);
@@ -135,12 +136,14 @@ VARIANT_DEFAULTS = {
     "bn-default-momentum-0.99": {("batchnorm", "momentum"): 0.01},
     "norm-default-eps-1e-3": {("batchnorm", "eps"): 1e-3, ("layernorm", "eps"): 1e-3},
     "layernorm-default-eps-1e-7": {("layernorm", "eps"): 1e-7},
+    "layernorm-default-eps-1e-6": {("layernorm", "eps"): 1e-6},
     "sgd-default-lr-0.01": {("sgd", "lr"): 0.01, ("momentum", "lr"): 0.01},
     "adam-default-eps-1e-7": {("adam", "eps"): 1e-7, ("adamw", "eps"): 1e-7},
     "adamw-default-eps-1e-6": {("adamw", "eps"): 1e-6},
     "sgd-default-lr-0.1": {("sgd", "lr"): 0.1},
     "adamw-default-decay-0": {("adamw", "weight_decay"): 0.0},
     "adamw-default-decay-0.004": {("adamw", "weight_decay"): 0.004},
+    "adamw-default-decay-0.0001": {("adamw", "weight_decay"): 1e-4},
     "momentum-default-0.9": {("momentum", "momentum"): 0.9},
 }
 
@@ -407,6 +410,12 @@ class ReferenceRunner(Runner):
                 if kind == "layernorm" and "frozen-layernorm-grad-ignores-weight" in self.variants \
                         and self._param(layer, "weight") in self.frozen:
                     dxhat = dy
+                if kind == "bn_eval" and "bn-stats-differentiated" in self.variants:
+                    # the statistics the optimizer holds get the gradient through the normalisation
+                    for role, g in (("running_mean", -(dxhat * inv_std).sum(stats)),
+                                    ("running_var", -0.5 * (dxhat * xhat * inv_std ** 2).sum(stats))):
+                        if self._param(layer, role) in self.opt_params:
+                            self._accumulate(self._param(layer, role), g)
                 dy = dxhat * inv_std if kind == "bn_eval" else normalise_backward(dxhat, xhat, inv_std, stats)
 
     clear_mode: ClearMode = "default"

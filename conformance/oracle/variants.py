@@ -78,6 +78,11 @@ VARIANTS: dict[str, Variant] = {
         "BatchNorm running statistics are in the model's parameter collection, so an optimizer built "
         "from it holds them (they get no gradient, so it never steps them)",
         "BatchNorm running statistics are buffers, outside the parameter collection"),
+    "bn-stats-differentiated": Variant(
+        "BatchNorm running statistics handed to the optimizer are differentiated like parameters: in an eval "
+        "step they get the loss's gradient through the normalisation (zero in a train step, where the batch's "
+        "statistics are used), so the optimizer moves them by it, beside any decay",
+        "running statistics get no gradient: an optimizer that holds them never steps them"),
     "bn-running-var-biased": Variant(
         "the running variance is updated with the biased (1/n) batch variance",
         "the running variance is updated with the unbiased (1/(n-1)) batch variance"),
@@ -151,6 +156,9 @@ VARIANTS: dict[str, Variant] = {
     "layernorm-default-eps-1e-7": Variant(
         "a LayerNorm built without epsilon adds 1e-7 to the variance",
         "the default epsilon of LayerNorm is 1e-5"),
+    "layernorm-default-eps-1e-6": Variant(
+        "a LayerNorm built without epsilon adds 1e-6 to the variance",
+        "the default epsilon of LayerNorm is 1e-5"),
     "sgd-default-lr-0.01": Variant(
         "SGD (with or without momentum) built without a learning rate uses 0.01",
         "the default learning rate of SGD is 1e-3"),
@@ -168,6 +176,9 @@ VARIANTS: dict[str, Variant] = {
         "AdamW's default weight_decay is 0.01"),
     "adamw-default-decay-0.004": Variant(
         "AdamW built without weight_decay decays by 0.004 (lr-scaled, as its explicit decay)",
+        "AdamW's default weight_decay is 0.01"),
+    "adamw-default-decay-0.0001": Variant(
+        "AdamW built without weight_decay decays by 1e-4 (lr-scaled, as its explicit decay)",
         "AdamW's default weight_decay is 0.01"),
     "momentum-default-0.9": Variant(
         "a momentum optimizer built without momentum uses 0.9",
