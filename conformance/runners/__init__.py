@@ -11,7 +11,7 @@ from types import ModuleType
 from .base import Offers, Runner, Unavailable, Unsupported
 
 # The framework rooms, in the report's order; each runs in the tox env of the same name.
-ROOMS = ("torch", "paddle", "mindspore", "tensorflow")
+ROOMS = ("torch", "paddle", "mindspore", "tensorflow", "jax")
 # "reference" runs the NumPy oracle through the harness: a self-check of the spec, no framework needed.
 FRAMEWORKS = (*ROOMS, "reference")
 REFERENCE = "conformance.oracle.reference:ReferenceRunner"
