@@ -2,7 +2,7 @@
 loss, grads = nnx.value_and_grad(loss_fn, argnums=nnx.DiffState(0, wrt))(model); optimizer.update(model, grads)"""
 import os
 
-from ..common import LR, N_LAYERS, THREADS, WEIGHT_DECAY, WIDTH, batch, layer_weights
+from ..common import AUDIT_BATCH, AUDIT_IMAGE, LR, N_LAYERS, THREADS, WEIGHT_DECAY, WIDTH, batch, layer_weights
 from . import Case
 
 # XLA's CPU client reads its thread pools' sizes from XLA_FLAGS when jax loads (before any case is
@@ -91,3 +91,61 @@ class JaxCase(Case):
     def optimizer_step(self):
         self._update(self.model, self.opt, self.grads)
         self.sync()
+
+    @staticmethod
+    def audit_target():
+        """ResNet-18 written out in flax nnx (flax ships none): SGD with momentum and weight decay the optax
+        way, the flax guides' step, eager: the audit refuses an update compiled by nnx.jit."""
+        import jax.numpy as jnp
+        import numpy as np
+        import optax
+        from flax import nnx
+        rngs = nnx.Rngs(0)
+
+        def conv(cin, cout, k, stride):
+            return nnx.Conv(cin, cout, (k, k), strides=stride, padding=k // 2, use_bias=False, rngs=rngs)
+
+        class Basic(nnx.Module):
+            def __init__(self, cin, cout, stride):
+                self.conv1, self.bn1 = conv(cin, cout, 3, stride), nnx.BatchNorm(cout, rngs=rngs)
+                self.conv2, self.bn2 = conv(cout, cout, 3, 1), nnx.BatchNorm(cout, rngs=rngs)
+                # one assignment: flax refuses a module on an attribute first set to None
+                self.down = None if stride == 1 and cin == cout else \
+                    nnx.Sequential(conv(cin, cout, 1, stride), nnx.BatchNorm(cout, rngs=rngs))
+
+            def __call__(self, x):
+                y = nnx.relu(self.bn1(self.conv1(x)))
+                return nnx.relu(self.bn2(self.conv2(y)) + (x if self.down is None else self.down(x)))
+
+        class ResNet18(nnx.Module):
+            def __init__(self):
+                self.stem = nnx.Sequential(conv(3, 64, 7, 2), nnx.BatchNorm(64, rngs=rngs), nnx.relu,
+                                           lambda x: nnx.max_pool(x, (3, 3), (2, 2), "SAME"))
+                blocks = []
+                for cin, cout, stride in ((64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)):
+                    blocks += [Basic(cin, cout, stride), Basic(cout, cout, 1)]
+                self.blocks = nnx.List(blocks)
+                self.head = nnx.Linear(512, 1000, rngs=rngs)
+
+            def __call__(self, x):
+                x = self.stem(x)
+                for block in self.blocks:
+                    x = block(x)
+                return self.head(jnp.mean(x, (1, 2)))
+
+        model = ResNet18()
+        model.train()
+        tx = optax.chain(optax.add_decayed_weights(1e-4), optax.sgd(0.1, momentum=0.9))
+        optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+        images = jnp.asarray(np.random.default_rng(0).standard_normal(
+            (AUDIT_BATCH, AUDIT_IMAGE, AUDIT_IMAGE, 3), dtype=np.float32))  # NHWC, flax's layout
+        labels = jnp.arange(AUDIT_BATCH) % 1000
+
+        def loss_fn(model, x, y):
+            return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+
+        def step():
+            _, grads = nnx.value_and_grad(loss_fn)(model, images, labels)
+            optimizer.update(model, grads)
+
+        return {"model": model, "optimizer": optimizer, "step": step}

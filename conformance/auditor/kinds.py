@@ -35,7 +35,7 @@ KINDS: dict[str, Kind] = {
         ("bn-stats-in-parameters",)),
     "statistics-moved-in-eval": Kind(
         "running statistics that moved in a step run in eval mode",
-        ("plain-contained-layers-stay-train", "compiled-grad-keeps-first-mode")),
+        ("plain-contained-layers-stay-train", "compiled-grad-keeps-first-mode", "bn-stats-differentiated")),
     "mode-mismatch": Kind(
         "layer whose train/eval mode differs from the model's at the update",
         ("plain-contained-layers-stay-train", "plain-contained-layers-stay-eval")),
