@@ -72,12 +72,13 @@ def audit(model, optimizer, step: Callable[[], object], framework: str, steps: i
     probe = probe_class(framework)(model, optimizer)
     inventory = probe.inventory()
     names = [p.name for p in inventory.params]
+    statistics = frozenset(p.name for p in inventory.params if p.statistic)
     observed: list[StepObservation] = []
     probe.install()
     try:
         for index in range(steps):
             try:
-                obs = observe_step(probe, step, index, names)
+                obs = observe_step(probe, step, index, names, statistics)
             except AuditInputError as exc:  # the step ran; the probe cannot read what it did
                 raise AuditError(f"step {index + 1} of {steps}: {exc}") from exc
             except Exception as exc:

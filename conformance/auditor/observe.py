@@ -132,9 +132,11 @@ def grad_state(array: np.ndarray) -> tuple[str, float]:
     return ("zero" if not np.any(array) else "nonzero"), (norm if math.isfinite(norm) else None)
 
 
-def observe_step(probe: Probe, step: Callable[[], object], index: int, names: list[str]) -> StepObservation:
+def observe_step(probe: Probe, step: Callable[[], object], index: int, names: list[str],
+                 statistics: frozenset[str] = frozenset()) -> StepObservation:
     """Run the user's step once between two reads of every value, and return what changed and what
-    the updates saw. The step's own exceptions propagate."""
+    the updates saw. The step's own exceptions propagate. `statistics`: the names that are running
+    statistics, whose moving is never ordinary training, gradient or not."""
     before = dict(probe.values())
     start = time.perf_counter()
     step()
@@ -155,8 +157,9 @@ def observe_step(probe: Probe, step: Callable[[], object], index: int, names: li
         changed = old.shape != new.shape or not np.array_equal(old, new)
         state, norm = grads.get(name, ("unread", None))
         # how far, and whether it was at 0, matter only where a finding may follow: a parameter that
-        # had a gradient and moved is ordinary training, and the commonest case by far
-        ordinary = state == "nonzero"
+        # had a gradient and moved is ordinary training, and the commonest case by far (a statistic
+        # with a gradient is not: jax differentiates the ones an optimizer holds)
+        ordinary = state == "nonzero" and name not in statistics
         change = float(np.max(np.abs(new - old))) if changed and not ordinary and old.shape == new.shape \
             and old.size else 0.0
         change = change if math.isfinite(change) else 0.0  # a value gone to inf or NaN: moved, not measured

@@ -24,6 +24,15 @@ def test_each_example_gives_exactly_its_findings(target):
     assert observed(report) == EXPECTED[target]
 
 
+def test_a_statistic_moved_by_its_gradient_says_how_far():
+    """seed 4 with every Variable in the optimizer, in eval: the running statistics get the loss's
+    gradient (bn-stats-differentiated) and move; the finding measures the move, gradient or not."""
+    report = conformance.audit(**build("jax", "seed4_batchnorm_decay.py:all_state_in_eval"), framework="jax")
+    moved = [f for f in report.findings if f.kind == "statistics-moved-in-eval"]
+    assert {f.subject for f in moved} == {"layers.1.mean", "layers.1.var"}
+    assert all(f.numbers["change"] > 0 for f in moved)
+
+
 def _state(built):
     """Every value the model and the optimizer hold (opt_state, step included), by path."""
     out = {}
