@@ -219,8 +219,8 @@ def load_history(site: Path, warn) -> History:
     """The previous site's data/history.json; an empty history (with a warning) where it has none
     or it is not one."""
     path = Path(site) / "data" / "history.json"
-    if not path.exists() and not path.is_symlink():
-        warn(f"--history {site}: no history yet ({path}): starting one")
+    if not path.exists() and not path.is_symlink():  # a site's first publish: nothing is wrong, so no page warning
+        print(f"note: --history {site}: no history yet ({path}): starting one", file=sys.stderr)
         return History()
     try:
         return History.model_validate_json(read_text(path, MAX_HISTORY_BYTES))
