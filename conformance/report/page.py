@@ -98,14 +98,19 @@ class Column:
         return self.run.execution
 
 
+def version_key(version: str) -> Version:
+    """A release as PEP 440 orders it; one it cannot parse sorts first."""
+    try:
+        return Version(version)
+    except ValueError:  # InvalidVersion, or an integer part too long to convert
+        return Version("0")
+
+
 def _order(col: Column):
     """Columns grouped by framework, versions side by side (oldest first), then device, mode, api."""
     rank_of = lambda value, order: order.index(value) if value in order else len(order)
     run = col.run
-    try:
-        version = Version(run.version) if run else Version("0")
-    except ValueError:  # InvalidVersion, or an integer part too long to convert
-        version = Version("0")
+    version = version_key(run.version) if run else Version("0")
     rank = COLUMNS.index(col.framework) if col.framework in COLUMNS else len(COLUMNS)
     if run is None:
         return (rank, col.framework, version, "", 0, 0, col.key)

@@ -35,7 +35,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel
 
 from ..oracle.variants import VARIANTS
@@ -45,7 +44,7 @@ from ..spec.safe_yaml import read_text
 from .bench import one_line
 from .page import (CELL, Column, OutputError, _grouped, _no_formula, _replace, case_rows, cell_class, defaults_table,
                    device_differences, execution_differences, load_columns, long_table, mostly_errors, profile_table, safe_href,
-                   summary_counts, variants_of, version_changes)
+                   summary_counts, variants_of, version_changes, version_key)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -198,14 +197,6 @@ def predecessor(before: Snapshot, now: Snapshot, run: str) -> str | None:
     line = now.lines.get(run)
     gone = [r for r in before.outcomes if line and before.lines.get(r) == line and r not in now.outcomes]
     return max(gone, key=lambda r: version_key(before.versions.get(r, "")), default=None)
-
-
-def version_key(version: str) -> tuple:
-    """Orders releases by PEP 440; a version it cannot parse sorts first."""
-    try:
-        return (1, Version(version))
-    except InvalidVersion:
-        return (0, Version("0"))
 
 
 class History(BaseModel):
