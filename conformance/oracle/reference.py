@@ -11,7 +11,8 @@ observation with what this module computes for the same scenario. Its stance, st
 - global-norm clipping spans the optimizer's parameters that have a gradient (less `no_clip`);
   per-variable clipping (`clip_norm`) clips each of them alone; clipping acts on the gradient
   before L2 decay is added to it;
-- `no_decay` parameters get neither coupled nor decoupled decay;
+- `no_decay` parameters get neither coupled nor decoupled decay, nor do those whose name (`layer.role`, as
+  torch's named_parameters() gives it) contains a part of `no_decay_names`;
 - BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased;
 - LayerNorm normalises each sample over its features (biased variance) and has no running stats;
 - Dropout is the identity in eval mode; in train mode it draws its own mask (only qualitative
@@ -31,10 +32,13 @@ documented behaviour.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..runners.base import Runner
 from ..spec import FEATURES, OPTIMIZER_FIELDS, ClearMode, Model, Optimizer, defaults_of
+from ..spec import layers as layer_kinds
 from .variants import VARIANTS
 
 
@@ -159,6 +163,31 @@ def resolve_defaults(model: Model, optimizer: Optimizer, variants=()) -> tuple[M
                                              if getattr(layer, f) == "default" and (layer.kind, f) in table})
               for name, layer in model.layers.items()}
     return model.model_copy(update={"layers": layers}), opt
+
+
+# ---------------------------------------------------------------- what a weight-decay name filter sees
+# The reference is torch's named_parameters(): `layer.role`. A decay-filter-* variant (variants.py) hands the
+# filter a framework's own name instead: (its format, the names of the roles that differ, by layer kind).
+GAMMA_BETA = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean", "running_var": "moving_variance"}
+KERAS_WEIGHTS = {"linear": {"weight": "kernel"}, "conv2d": {"weight": "kernel"}, "embedding": {"weight": "embeddings"},
+                 "batchnorm": GAMMA_BETA, "layernorm": GAMMA_BETA}
+FILTER_NAMES = {
+    # MindSpore's Parameter.name
+    "decay-filter-sees-gamma-beta": ("{layer}.{name}", {"embedding": {"weight": "embedding_table"},
+                                                        "batchnorm": GAMMA_BETA, "layernorm": GAMMA_BETA}),
+    # Keras on TF, the TF variable's name for a layer built on its own: Keras 2 bare, Keras 3 in its layer's scope
+    "decay-filter-sees-weight-names-only": ("{name}:0", KERAS_WEIGHTS),
+    "decay-filter-sees-scoped-weight-names": ("{layer}/{name}:0", KERAS_WEIGHTS),
+    # flax nnx: the leaf's path in the model, joined by "/" as flax flattens a state
+    "decay-filter-sees-flax-paths": ("{layer}/{name}", {
+        "linear": {"weight": "kernel"}, "conv2d": {"weight": "kernel"}, "embedding": {"weight": "embedding"},
+        "layernorm": {"weight": "scale"}, "batchnorm": {"weight": "scale", "running_mean": "mean", "running_var": "var"}}),
+}
+# the filters that match a part as a regular expression (re.search), not as a substring
+REGEX_FILTERS = {"decay-filter-sees-weight-names-only", "decay-filter-sees-scoped-weight-names"}
+# decay-fun-sees-generated-names (Paddle AdamW): `<layer class in snake case>_<count>.<w_0 | b_0 | w_1 | w_2>`
+GENERATED_PREFIX = {"linear": "linear", "conv2d": "conv2d", "embedding": "embedding", "layernorm": "layer_norm"}
+GENERATED_SUFFIX = {"weight": "w_0", "bias": "b_0", "running_mean": "w_1", "running_var": "w_2"}
 
 
 # ---------------------------------------------------------------- scenario oracle
@@ -434,11 +463,12 @@ class ReferenceRunner(Runner):
     def _decay(self, name: str) -> tuple[float, float]:
         """(coupled L2 coefficient added to the gradient, decoupled coefficient) for one parameter."""
         opt, v = self.opt, self.variants
-        if name in opt.no_decay:
+        if name in opt.no_decay or self._excluded_by_name(name):
             return 0.0, 0.0
         decoupled = opt.name == "adamw" or "decoupled-decay-all-optimizers" in v
         wd = opt.weight_decay
-        if "no-decay-for-beta-gamma" in v and not opt.regularizers and self._is_norm_affine(name):
+        grouped = opt.regularizers or opt.no_decay or opt.no_decay_names  # MindSpore: parameter groups
+        if "no-decay-for-beta-gamma" in v and not grouped and self._is_norm_affine(name):
             wd = 0.0
         if name not in opt.regularizers:
             return (0.0, wd) if decoupled else (wd, 0.0)
@@ -446,6 +476,30 @@ class ReferenceRunner(Runner):
         if decoupled and "regularizer-adds-to-decoupled-decay" in v:
             return own, wd
         return (0.0, own) if decoupled else (own, 0.0)
+
+    def _excluded_by_name(self, name: str) -> bool:
+        """Whether a part of `no_decay_names` matches the name the framework's filter sees."""
+        seen, regex = self._filter_name(name), self.variants & REGEX_FILTERS
+        return any(re.search(part, seen) if regex else part in seen for part in self.opt.no_decay_names)
+
+    def _filter_name(self, name: str) -> str:
+        """The name a weight-decay name filter sees for a parameter: `layer.role` as torch's
+        named_parameters() gives it for a model's attribute, or the framework's own (FILTER_NAMES)."""
+        layer, role = name.split(".")
+        if "decay-fun-sees-generated-names" in self.variants and self.opt.name == "adamw":
+            prefix = self._generated_prefix(layer)  # counted per prefix in the order the layers are built
+            count = [n for n in self.model.layers if self._generated_prefix(n) == prefix].index(layer)
+            return f"{prefix}_{count}.{GENERATED_SUFFIX[role]}"
+        for variant in sorted(self.variants & FILTER_NAMES.keys()):
+            form, roles = FILTER_NAMES[variant]
+            return form.format(layer=layer, name=roles.get(self.model.layers[layer].kind, {}).get(role, role))
+        return name
+
+    def _generated_prefix(self, layer: str) -> str | None:
+        spec = self.model.layers[layer]
+        if spec.batchnorm:
+            return "batch_norm2d" if layer in layer_kinds.image_batchnorms(self.model) else "batch_norm1d"
+        return GENERATED_PREFIX.get(spec.kind)
 
     def _is_norm_affine(self, name: str) -> bool:
         """BatchNorm's or LayerNorm's weight or bias (gamma, beta)."""

@@ -99,6 +99,35 @@ VARIANTS: dict[str, Variant] = {
         "without parameter groups, the optimizer's weight_decay skips parameters named beta or gamma "
         "(BatchNorm's and LayerNorm's affine parameters)",
         "weight_decay applies to every parameter the optimizer holds"),
+    # ---- what a weight-decay name filter is handed (the reference: torch's named_parameters(), `layer.weight`)
+    "decay-filter-sees-gamma-beta": Variant(
+        "a decay filter over the parameters' names sees a normalisation layer's weight and bias as "
+        "`<layer>.gamma` and `<layer>.beta` (its statistics `moving_mean`, `moving_variance`) and an embedding's "
+        "table as `<layer>.embedding_table`: a filter on 'bias' leaves LayerNorm's and BatchNorm's shift decayed, "
+        "one on 'LayerNorm.weight' matches nothing",
+        "a decay filter sees `<layer>.weight` and `<layer>.bias` for every layer kind (named_parameters())"),
+    "decay-filter-sees-weight-names-only": Variant(
+        "the exclusion list matches each part as a regular expression against the TF variable's name, which "
+        "for a layer built on its own is the bare weight name (`kernel:0`, `bias:0`, `gamma:0`, `beta:0`, "
+        "`embeddings:0`, `moving_mean:0`): a part naming a layer never matches, and 'bias' leaves "
+        "normalisation shifts (beta) decayed",
+        "a decay filter sees `<layer>.weight` and `<layer>.bias`, the layer's attribute name included"),
+    "decay-filter-sees-scoped-weight-names": Variant(
+        "the exclusion list matches each part as a regular expression against the TF variable's name, "
+        "`<layer>/<weight>:0` for a layer built on its own, with Keras' weight names (kernel, bias, gamma, "
+        "beta, embeddings, moving_mean, moving_variance): 'bias' leaves normalisation shifts (beta) decayed and "
+        "'LayerNorm.weight' matches nothing",
+        "a decay filter sees `<layer>.weight` and `<layer>.bias`"),
+    "decay-filter-sees-flax-paths": Variant(
+        "a decay mask sees each parameter by its path in the model, `<layer>/kernel` for Linear and Conv "
+        "weights, `<layer>/scale` for a normalisation weight, `<layer>/embedding` for an embedding table: a "
+        "filter on 'weight' or 'LayerNorm.weight' matches nothing",
+        "a decay filter sees `<layer>.weight` and `<layer>.bias` (named_parameters())"),
+    "decay-fun-sees-generated-names": Variant(
+        "AdamW's apply_decay_param_fun is handed each parameter's generated name, `<layer class in snake "
+        "case>_<n>.w_0` (b_0 for a bias), never its attribute path: a filter on 'bias' or on a layer's name "
+        "matches nothing, one on 'norm' matches every LayerNorm and BatchNorm parameter",
+        "a decay filter sees the attribute path `<layer>.weight`, `<layer>.bias`"),
     "momentum-velocity-scaled-by-lr": Variant(
         "SGD with momentum keeps a velocity already scaled by the learning rate (v = momentum * v - lr * g; "
         "w += v): a learning-rate change applies to gradients from then on, the velocity keeps the old rate's steps",

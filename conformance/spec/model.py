@@ -165,6 +165,10 @@ class Optimizer(_Strict):
     """per-parameter decay coefficient, replacing weight_decay for that parameter"""
     no_decay: list[str] = []
     """parameters excluded from weight decay the framework's own way (parameter groups, exclude lists)"""
+    no_decay_names: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]{1,64}$")]] = []
+    """parts of names: a parameter is excluded from weight decay where its name, as the framework's own name
+    filter sees it, contains one (torch groups from named_parameters(), paddle apply_decay_param_fun, MindSpore
+    groups from Parameter.name, Keras exclude_from_weight_decay(var_names=...), an optax mask over the paths)"""
     clip_global_norm: Positive | None = None
     """clip the gradients to this global L2 norm before the update"""
     clip_norm: Positive | None = None
@@ -178,6 +182,8 @@ class Optimizer(_Strict):
             raise ValueError("'clip_global_norm' and 'clip_norm' exclude each other")
         if self.no_clip and self.clip_global_norm is None and self.clip_norm is None:
             raise ValueError("'no_clip' needs 'clip_global_norm' or 'clip_norm'")
+        if self.no_decay_names and (self.no_decay or self.regularizers):
+            raise ValueError("'no_decay_names' excludes by name alone: it cannot join 'no_decay' or 'regularizers'")
         return self
 
 
@@ -369,6 +375,9 @@ class Case(_Strict):
                 raise ValueError(f"layer {name!r}: 'momentum' is a BatchNorm setting")
             if layer.eps == "default" and not layer.width:
                 raise ValueError(f"layer {name!r}: 'eps' is a BatchNorm / LayerNorm setting")
+        if self.optimizer.no_decay_names and self.model.contained:
+            raise ValueError("'no_decay_names' with layers in a container: a filter would see the container's "
+                             "names (blocks.0.weight), which the reference does not model")
         named = [*self.optimizer.regularizers, *self.optimizer.no_decay, *self.optimizer.no_clip]
         named += self.optimizer.params if isinstance(self.optimizer.params, list) else []
         for e in self.expect:
@@ -419,6 +428,7 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "freeze-steps": "freezing or unfreezing between steps",
             "lr-schedule": "learning-rate changes between steps",
             "no-decay": "excluding parameters from weight decay",
+            "no-decay-names": "excluding parameters from weight decay by a name filter",
             "clip-norm": "per-variable norm clipping",
             "no-clip": "excluding parameters from clipping"}
 
@@ -432,6 +442,7 @@ def features_of(case: Case) -> list[str]:
             "freeze-steps": any(s.freeze or s.unfreeze for s in case.steps),
             "lr-schedule": any(s.lr is not None for s in case.steps),
             "no-decay": bool(case.optimizer.no_decay),
+            "no-decay-names": bool(case.optimizer.no_decay_names),
             "clip-norm": case.optimizer.clip_norm is not None,
             "no-clip": bool(case.optimizer.no_clip)}
     return [f for f in FEATURES if used[f]]

@@ -150,3 +150,38 @@ def test_detach_and_frozen_leave_no_gradient():
     grads = runner.grads()
     assert grads["a.weight"] is None and grads["a.bias"] is None and grads["c.bias"] is None
     assert np.any(grads["b.weight"]) and np.any(grads["c.weight"])
+
+
+def test_each_decay_filter_sees_its_frameworks_names():
+    """What a weight-decay name filter is handed, per decay-filter-* variant: the reference sees torch's
+    named_parameters(); paddle's generated names count each layer class from 0 in build order."""
+    model = Model.model_validate({"layers": {"a": {"linear": [4, 4]}, "LayerNorm": {"layernorm": 4},
+                                            "bn": {"batchnorm": 4}, "b": {"linear": [4, 2]}}})
+    expected = {
+        (): ["a.weight", "LayerNorm.bias", "bn.running_var", "b.bias"],
+        ("decay-filter-sees-gamma-beta",): ["a.weight", "LayerNorm.beta", "bn.moving_variance", "b.bias"],
+        ("decay-filter-sees-weight-names-only",): ["kernel:0", "beta:0", "moving_variance:0", "bias:0"],
+        ("decay-filter-sees-scoped-weight-names",): ["a/kernel:0", "LayerNorm/beta:0", "bn/moving_variance:0", "b/bias:0"],
+        ("decay-filter-sees-flax-paths",): ["a/kernel", "LayerNorm/bias", "bn/var", "b/bias"],
+        ("decay-fun-sees-generated-names",): ["linear_0.w_0", "layer_norm_0.b_0", "batch_norm1d_0.w_2", "linear_1.b_0"],
+    }
+    for variants, names in expected.items():
+        runner = ref.ReferenceRunner(variants=variants)
+        runner.build(model, {})
+        runner.make_optimizer(ref.Optimizer(name="adamw"))
+        assert [runner._filter_name(n) for n in ("a.weight", "LayerNorm.bias", "bn.running_var", "b.bias")] == names
+
+
+@pytest.mark.parametrize("variants, parts, excluded", [
+    ((), ["bias", "LayerNorm.weight"], {"a.bias", "LayerNorm.weight", "LayerNorm.bias"}),
+    (("decay-filter-sees-gamma-beta",), ["bias", "LayerNorm.weight"], {"a.bias"}),
+    (("decay-fun-sees-generated-names",), ["bias", "norm"], {"LayerNorm.weight", "LayerNorm.bias"}),
+    (("decay-filter-sees-scoped-weight-names",), ["Layer.orm"], {"LayerNorm.weight", "LayerNorm.bias"}),  # a regex
+    ((), ["Layer.orm"], set()),  # a substring
+])
+def test_no_decay_names_exclude_what_the_filter_matches(variants, parts, excluded):
+    model = Model.model_validate({"layers": {"a": {"linear": [2, 2]}, "LayerNorm": {"layernorm": 2}}})
+    runner = ref.ReferenceRunner(variants=variants)
+    runner.build(model, {})
+    runner.make_optimizer(ref.Optimizer(name="adamw", weight_decay=0.1, no_decay_names=parts))
+    assert {n for n in param_names(model) if runner._decay(n) == (0.0, 0.0)} == excluded

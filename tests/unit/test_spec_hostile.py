@@ -234,6 +234,8 @@ def test_misplaced_layer_settings(tmp_path, layers, path, needle):
     ("{name: sgd, no_clip: [a.bias]}", "'no_clip' needs 'clip_global_norm' or 'clip_norm'"),
     ("{name: sgd, no_decay: [a.nothing]}", "unknown parameter 'a.nothing'"),
     ("{name: sgd, lr: defualt}", "optimizer.lr"),
+    ("{name: sgd, no_decay_names: [bias], no_decay: [a.bias]}", "'no_decay_names' excludes by name alone"),
+    ("{name: sgd, no_decay_names: ['b.*s']}", "no_decay_names.0"),
 ])
 def test_bad_optimizer_settings(tmp_path, optimizer, needle):
     msg = error_of(tmp_path, GOOD.replace("{name: sgd}", optimizer))
