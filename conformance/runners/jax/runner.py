@@ -16,7 +16,8 @@ Optimizers as optax users build them: sgd is optax.sgd(lr), momentum optax.sgd(l
 optax.adam, adamw optax.adamw; a coupled weight_decay (sgd, momentum, adam: L2 added to the gradient) is
 optax.chain(optax.add_decayed_weights(wd), optimizer). Per-parameter coefficients and `no_decay` are
 optax.multi_transform over labels, one optimizer per coefficient (0 for no_decay), the optax way to give
-parameters different settings. Global-norm clipping is optax.clip_by_global_norm first in the chain
+parameters different settings; `no_decay_names` is the `mask` of optax.adamw / add_decayed_weights, a
+function over each leaf's path (`ln/scale`). Global-norm clipping is optax.clip_by_global_norm first in the chain
 (wrapped in optax.masked when some parameters are left out of it). The whole transformation is built by
 optax.inject_hyperparams, so a learning-rate change sets opt_state.hyperparams['learning_rate'], as the
 optax docs change one between steps. optax has no default learning rate (a required argument):
@@ -96,7 +97,7 @@ def _keys(path) -> tuple:
 class JaxRunner(Runner):
     framework = "jax"
     offers = OFFERS
-    features = frozenset({"defaults", "layernorm", "lr-schedule", "no-decay", "no-clip",
+    features = frozenset({"defaults", "layernorm", "lr-schedule", "no-decay", "no-decay-names", "no-clip",
                           "embedding", "conv2d", "dropout"})
 
     def __init__(self, run=None, **axes):
@@ -220,12 +221,20 @@ class JaxRunner(Runner):
             coefficient[name] = own
         kind = optimizer.name
 
+        def decay_mask(tree):
+            """no_decay_names: the user's filter over each leaf's path in the model, its keys joined by "/"
+            as flax flattens a state (`ln/scale`)."""
+            return jax.tree_util.tree_map_with_path(
+                lambda path, _: not any(part in "/".join(map(str, _keys(path))) for part in optimizer.no_decay_names),
+                tree)
+        mask = {"mask": decay_mask} if optimizer.no_decay_names else {}
+
         def one(learning_rate, wd):
             """The optimizer as its users build it, with one weight-decay coefficient (or 'default')."""
             b = {} if optimizer.betas == "default" else {"b1": optimizer.betas[0], "b2": optimizer.betas[1]}
             eps = _given(eps=optimizer.eps)
             if kind == "adamw":
-                return optax.adamw(learning_rate, **b, **eps, **_given(weight_decay=wd))
+                return optax.adamw(learning_rate, **b, **eps, **_given(weight_decay=wd), **mask)
             if kind == "sgd":
                 inner = optax.sgd(learning_rate)
             elif kind == "momentum":
@@ -234,7 +243,7 @@ class JaxRunner(Runner):
                 inner = optax.adam(learning_rate, **b, **eps)
             if wd in ("default", 0.0, 0):
                 return inner  # optax.sgd / optax.adam have no weight_decay: no decay is their default
-            return optax.chain(optax.add_decayed_weights(wd), inner)
+            return optax.chain(optax.add_decayed_weights(wd, **mask), inner)
 
         groups = sorted({c for c in coefficient.values() if c is not None})
         names = self.names

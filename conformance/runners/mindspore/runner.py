@@ -35,7 +35,8 @@ Parameter.requires_grad: MindSpore has no layer-level switch (a Cell has no requ
 name sets it on the layer's weight and bias (statistics are never trainable), at build and between
 steps alike. A learning-rate change is ops.assign on the optimizer's learning_rate Parameter, as
 MindSpore's LearningRateScheduler callback does (Parameter.set_data is not seen by a PyNative step).
-no_decay is a group {'params': ..., 'weight_decay': 0.0} (with the per-parameter groups). clip_norm is
+no_decay is a group {'params': ..., 'weight_decay': 0.0} (with the per-parameter groups), and so are the
+parameters whose Parameter.name a no_decay_names filter matches. clip_norm is
 ops.clip_by_norm on each gradient tensor alone (on a tuple it would clip by the joint norm); no_clip
 leaves those gradients out of either clipping and out of the global norm.
 
@@ -135,8 +136,8 @@ def _scalar(value) -> float:
 class MindSporeRunner(Runner):
     framework = "mindspore"
     offers = OFFERS
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
-                          "embedding", "conv2d", "dropout"})
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
+                          "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -233,12 +234,13 @@ class MindSporeRunner(Runner):
             params = [self.params[n] for n in optimizer.params]
         params = list(params)
         self.opt_spec = optimizer
-        if optimizer.regularizers or optimizer.no_decay:  # MindSpore's parameter groups
+        if optimizer.regularizers or optimizer.no_decay or optimizer.no_decay_names:  # MindSpore's parameter groups
             # no_decay: a group with weight_decay 0.0; per-parameter coefficients: a group each; the
-            # rest: a group without its own weight_decay (the optimizer's applies)
+            # rest: a group without its own weight_decay (the optimizer's applies). no_decay_names: the
+            # user's filter on Parameter.name, as MindSpore's group examples filter by name
             def own(p):
                 name = self.names.get(id(p))
-                if name in optimizer.no_decay:
+                if name in optimizer.no_decay or any(part in p.name for part in optimizer.no_decay_names):
                     return 0.0
                 return optimizer.regularizers.get(name)
             groups = [{"params": [p for p in params if own(p) is None]}]

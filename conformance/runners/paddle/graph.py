@@ -279,7 +279,7 @@ class StaticProgram:
                 else:
                     chosen = [params[self._var(n)] for n in self.optimizer.params if self._var(n) in params]
                 no_decay = {self._var(n) for n in self.optimizer.no_decay}
-                if no_decay and self.optimizer.name != "adamw":
+                if (no_decay or self.optimizer.no_decay_names) and self.optimizer.name != "adamw":
                     raise Unsupported("minimize() in a static Program takes no parameter groups (its backward "
                                       "rejects a list of dicts): no per-group weight_decay")
                 opt = self._new_optimizer(chosen, no_decay)

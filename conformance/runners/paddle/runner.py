@@ -12,7 +12,9 @@ are part of `model.parameters()`. Freezing a parameter is `param.stop_gradient =
 is the same flag seen from the other side (its setter sets stop_gradient = not trainable). Freezing a
 layer is `layer.requires_grad_(False)` (Paddle 3; 2.6 has no layer-level switch: the loop it runs, over
 layer.parameters(), is written out). A setting the case leaves to "default" is left out of the
-constructor; defaults() reads back what the built layer or optimizer holds.
+constructor; defaults() reads back what the built layer or optimizer holds. Excluding from decay by
+name: AdamW's apply_decay_param_fun is the user's filter (on the name Paddle hands it); the other
+optimizers take no such function, so the filter builds parameter groups from named_parameters().
 """
 from __future__ import annotations
 
@@ -74,8 +76,8 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     framework = "paddle"
     offers = OFFERS
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
-                          "embedding", "conv2d", "dropout"})
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
+                          "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
     read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
     # n_mean / n_variance in a static program (graph.py)
@@ -175,12 +177,17 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
             self.tensors[name].regularizer = paddle.regularizer.L2Decay(coeff)
         for name in optimizer.no_clip:
             self.tensors[name].need_clip = False  # what ParamAttr(need_clip=False) sets
-        self.opt = self._new_optimizer(params, {self.tensors[n].name for n in optimizer.no_decay})
+        no_decay = {self.tensors[n].name for n in optimizer.no_decay}
+        if optimizer.no_decay_names and optimizer.name != "adamw":  # groups: the user filters named_parameters()
+            no_decay |= {p.name for n, p in self.net.named_parameters()
+                         if any(part in n for part in optimizer.no_decay_names)}
+        self.opt = self._new_optimizer(params, no_decay)
 
     def _new_optimizer(self, parameters, no_decay=frozenset()):
         """The paddle optimizer a user writes for self.optimizer over `parameters` (the static
         program's minimize() makes one per program too); `no_decay`: the names (Tensor.name) of the
-        parameters excluded from weight decay. A setting left to "default" is left out."""
+        parameters excluded from weight decay. A setting left to "default" is left out. AdamW with
+        no_decay_names: the user's filter is apply_decay_param_fun itself, on the name it is handed."""
         optimizer = self.optimizer
         kw = dict(parameters=parameters)
         if optimizer.lr != "default":
@@ -199,7 +206,9 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
                 kw["epsilon"] = optimizer.eps
         if optimizer.name == "momentum" and optimizer.momentum != "default":
             kw["momentum"] = optimizer.momentum
-        if no_decay:
+        if optimizer.no_decay_names and optimizer.name == "adamw":
+            kw["apply_decay_param_fun"] = lambda name: not any(part in name for part in optimizer.no_decay_names)
+        elif no_decay:
             if optimizer.name == "adamw":  # the docs' way: a predicate on the parameter's name
                 kw["apply_decay_param_fun"] = lambda name: name not in no_decay
             else:  # parameter groups, the excluded ones with weight_decay 0 (dygraph: graph.py refuses them)

@@ -25,7 +25,7 @@ and "none" clearing are the default `tape.gradient` (UnconnectedGradients.NONE: 
 variable is not connected to the loss); "zeros" is `unconnected_gradients=UnconnectedGradients.ZERO`.
 A backward pass without clearing in between (accumulation) is Unsupported: TF has no gradient to
 accumulate into. The optimizer gets `weight_decay` as its own argument (decoupled in every Keras
-optimizer); a per-parameter coefficient c becomes that variable's `keras.regularizers.L2(c / 2)`
+optimizer), and exclusions through its exclude_from_weight_decay(var_list=... or var_names=...); a per-parameter coefficient c becomes that variable's `keras.regularizers.L2(c / 2)`
 (loss c/2 * sum(w**2), gradient c * w), the Keras per-weight regularizer, added to `model.losses`.
 
 --mode graph wraps the loop's step and update in tf.function (backend label "tf.function"): graph.py.
@@ -133,8 +133,8 @@ class Net(keras.Model):
 class TensorFlowRunner(KerasTrainer, Runner):
     framework = "tensorflow"
     offers = OFFERS
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm",
-                          "no-clip", "embedding", "conv2d", "dropout"})  # no-clip: Keras has none, the case says so (make_optimizer)
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
+                          "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})  # no-clip: Keras has none, the case says so (make_optimizer)
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -310,6 +310,8 @@ class TensorFlowRunner(KerasTrainer, Runner):
         if optimizer.no_decay:
             # Keras' own exclusion list, set before the optimizer is built (its first update)
             self.opt.exclude_from_weight_decay(var_list=[self.variables[n] for n in optimizer.no_decay])
+        if optimizer.no_decay_names:  # the same call by names: Keras matches them against each variable's name
+            self.opt.exclude_from_weight_decay(var_names=list(optimizer.no_decay_names))
         self.opt_spec, self.built_with = optimizer, None
         self.grads_ = None
         self.unconnected = tf.UnconnectedGradients.NONE

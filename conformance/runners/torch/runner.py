@@ -8,7 +8,8 @@ set it, and read back from the built module or optimizer. Layers are torch.nn's:
 (padding kernel // 2), BatchNorm1d or BatchNorm2d (after a conv), LayerNorm, Embedding (padding_idx,
 dense gradient), Dropout; an image into a linear layer is flattened in forward, `y.flatten(1)`.
 Freezing uses `module.requires_grad_` for a layer and `tensor.requires_grad_` for one parameter;
-excluding from decay, torch parameter groups with weight_decay 0; a learning-rate change, each
+excluding from decay, torch parameter groups with weight_decay 0 (by name: a filter over
+named_parameters(), as HF's `no_decay = ["bias", "LayerNorm.weight"]`); a learning-rate change, each
 `param_groups[i]['lr']`; clipping, `clip_grad_norm_` over the clipped parameters together (global) or
 over each alone (per variable).
 
@@ -34,8 +35,8 @@ def _given(**settings):
 class TorchRunner(Runner):
     framework = "torch"
     offers = OFFERS
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "clip-norm", "no-clip",
-                          "embedding", "conv2d", "dropout"})
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
+                          "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -122,13 +123,15 @@ class TorchRunner(Runner):
             params = [self.tensors[n] for n in optimizer.params]
         # parameter groups: one per parameter with its own regularizer, one with weight_decay 0 for
         # the parameters excluded from decay (torch's way), the rest with the optimizer's settings
+        # no_decay_names: the user's filter over named_parameters(), as HF's `no_decay = ["bias", ...]` is written
+        by_name = {id(p) for n, p in self.net.named_parameters() if any(s in n for s in optimizer.no_decay_names)}
+
         def own_decay(p):
             name = self.names.get(id(p))
-            return 0.0 if name in optimizer.no_decay else optimizer.regularizers.get(name)
+            return 0.0 if name in optimizer.no_decay or id(p) in by_name else optimizer.regularizers.get(name)
         groups = [{"params": [p for p in params if own_decay(p) is None]}]
-        groups += [{"params": [p for p in params if self.names.get(id(p)) in optimizer.no_decay], "weight_decay": 0.0}]
-        groups += [{"params": [p], "weight_decay": own_decay(p)} for p in params
-                   if own_decay(p) is not None and self.names.get(id(p)) not in optimizer.no_decay]
+        groups += [{"params": [p for p in params if own_decay(p) == 0.0], "weight_decay": 0.0}]
+        groups += [{"params": [p], "weight_decay": own_decay(p)} for p in params if own_decay(p)]
         groups = [g for g in groups if g["params"]]
         kw = _given(lr=optimizer.lr, weight_decay=optimizer.weight_decay)
         if optimizer.name == "sgd":
