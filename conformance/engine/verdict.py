@@ -43,6 +43,22 @@ def _compare(observed, expected, tol) -> tuple[bool, str]:
     return held, f"max |observed - reference| {diff:.1e}"
 
 
+def _same_draw(observed, expected) -> tuple[bool, str]:
+    """Initial values a framework drew against the oracle's draw of a default initialization: the same
+    constant, or a random draw with the same mean and standard deviation within six standard errors of
+    two draws of that size (relative error of a normal sample's std is 1 / sqrt(2n); uniform and
+    truncated draws vary less)."""
+    o, e = np.asarray(observed, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if o.shape != e.shape:
+        return False, f"shape {o.shape}, reference {e.shape}"
+    shown = f"mean {o.mean():.3g}, std {o.std():.3g} (reference mean {e.mean():.3g}, std {e.std():.3g})"
+    if not e.std() or not o.std():  # a constant (ones, zeros) on either side
+        return bool(np.allclose(o, e, rtol=1e-6, atol=1e-7)), shown
+    n = o.size
+    held = abs(o.std() / e.std() - 1) <= 6 / np.sqrt(n) and abs(o.mean() - e.mean()) <= 6 * e.std() * np.sqrt(2 / n)
+    return bool(held), shown
+
+
 def _applies(when: dict, axes: dict) -> bool:
     return all(axes.get(axis) in ([want] if isinstance(want, str) else want) for axis, want in when.items())
 
@@ -90,6 +106,8 @@ def probes(instance: Instance):
             yield f"trainable {name}", want, None, "trainable", name
         for name, want in exp.decayed.items():
             yield f"decayed {name}", want, None, "decayed", name
+        for name in exp.initial:
+            yield f"initial {name}", "reference", None, "initial", name
     for name in defaults_of(instance.case.model, instance.case.optimizer):  # a default is always checked
         yield f"default {name}", "reference", None, "default", name
 
@@ -128,6 +146,11 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
             expected = True if against_spec else differ(other)[0]
             show = lambda d: "differs" if d else "equal"
             checks.append(Check(label, show(expected), f"{show(got)} (|difference| {gap:.1e})", got == expected))
+            continue
+        if kind == "initial":
+            held, shown = _same_draw(obs.initial[name], other.initial[name])
+            checks.append(Check(label, "the reference's draw" if against_spec else "the variant oracle's draw",
+                                shown, held))
             continue
         if kind == "default":
             got, expected = obs.defaults[name], other.defaults[name]

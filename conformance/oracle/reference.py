@@ -165,6 +165,70 @@ def resolve_defaults(model: Model, optimizer: Optimizer, variants=()) -> tuple[M
     return model.model_copy(update={"layers": layers}), opt
 
 
+# ---------------------------------------------------------------- default initialization ("init: default")
+# How a layer's parameters are drawn when its user sets no initializer: (family, scale) by (layer kind, role),
+# the scale a function of the layer's (fan_in, fan_out): the bound of a uniform draw, the standard deviation of
+# a normal or truncated-normal one (truncated at two standard deviations of the normal it cuts), a constant's
+# value. The reference is torch's constructors (kaiming_uniform_(a=sqrt(5)) and its bias bound, N(0, 1) for
+# an embedding, ones and zeros for a normalisation); an init-* variant replaces some entries (INIT_VARIANTS).
+NORM_INIT = {("weight",): ("constant", lambda fi, fo: 1.0), ("bias",): ("constant", lambda fi, fo: 0.0),
+             ("running_mean",): ("constant", lambda fi, fo: 0.0), ("running_var",): ("constant", lambda fi, fo: 1.0)}
+REFERENCE_INIT = {
+    **{(kind, role): ("uniform", lambda fi, fo: 1 / np.sqrt(fi)) for kind in ("linear", "conv2d") for role in ("weight", "bias")},
+    ("embedding", "weight"): ("normal", lambda fi, fo: 1.0),
+    **{(kind, role): init for kind in ("batchnorm", "layernorm") for (role,), init in NORM_INIT.items()},
+}
+XAVIER_BOUND = lambda fi, fo: np.sqrt(6 / (fi + fo))  # noqa: E731  U(+-bound): Glorot / Xavier uniform
+INIT_VARIANTS: dict[str, dict] = {
+    "bias-init-zero": {("linear", "bias"): ("constant", lambda fi, fo: 0.0), ("conv2d", "bias"): ("constant", lambda fi, fo: 0.0)},
+    "linear-init-xavier-uniform": {("linear", "weight"): ("uniform", XAVIER_BOUND)},
+    "conv-init-xavier-uniform": {("conv2d", "weight"): ("uniform", XAVIER_BOUND)},
+    "conv-init-he-normal": {("conv2d", "weight"): ("normal", lambda fi, fo: np.sqrt(2 / fi))},
+    "linear-conv-init-lecun-normal": {(kind, "weight"): ("truncated_normal", lambda fi, fo: 1 / np.sqrt(fi))
+                                      for kind in ("linear", "conv2d")},
+    "embedding-init-xavier-uniform": {("embedding", "weight"): ("uniform", XAVIER_BOUND)},
+    "embedding-init-uniform-0.05": {("embedding", "weight"): ("uniform", lambda rows, dim: 0.05)},
+    "embedding-init-normal-0.01": {("embedding", "weight"): ("normal", lambda rows, dim: 0.01)},
+    "embedding-init-normal-fan-in": {("embedding", "weight"): ("normal", lambda rows, dim: 1 / np.sqrt(dim))},
+}
+
+
+def fans(layer) -> tuple[int, int]:
+    """(fan_in, fan_out) of a layer's weight: a conv's count its kernel's receptive field."""
+    if layer.linear:
+        return layer.linear
+    if layer.conv2d:
+        c_in, c_out, k = layer.conv2d
+        return c_in * k * k, c_out * k * k
+    if layer.embedding:
+        return layer.embedding
+    return layer.width, layer.width
+
+
+def default_init(layer, role: str, shape, variants, rng) -> np.ndarray:
+    """A draw of one parameter (or statistic) the way a framework's constructor initializes it."""
+    table = dict(REFERENCE_INIT)
+    for name in sorted(variants):
+        table.update(INIT_VARIANTS.get(name, {}))
+    family, scale = table[layer.kind, role]
+    value = scale(*fans(layer))
+    if family == "constant":
+        out = np.full(shape, value)
+    elif family == "uniform":
+        out = rng.uniform(-value, value, shape)
+    elif family == "normal":
+        out = rng.normal(0.0, value, shape)
+    else:  # truncated_normal: a normal cut at +-2 of its own std, scaled so that the result has std `value`
+        out = np.clip(rng.normal(size=shape), -2, 2)
+        while np.any(np.abs(out) >= 2):  # redraw what the cut left at the bounds
+            redo = np.abs(out) >= 2
+            out[redo] = rng.normal(size=int(redo.sum()))
+        out = out * value / 0.8796256610342398
+    if layer.embedding and layer.padding_idx is not None and role == "weight":
+        out[layer.padding_idx] = 0.0  # torch zeroes the padding row at construction
+    return out
+
+
 # ---------------------------------------------------------------- what a weight-decay name filter sees
 # The reference is torch's named_parameters(): `layer.role`. A decay-filter-* variant (variants.py) hands the
 # filter a framework's own name instead: (its format, the names of the roles that differ, by layer kind).
@@ -213,6 +277,11 @@ class ReferenceRunner(Runner):
         self.given_model = model
         self.model, _ = resolve_defaults(model, Optimizer(name="sgd"), self.variants)
         self.values_ = {k: np.asarray(v, dtype=np.float64).copy() for k, v in values.items()}
+        rng = np.random.default_rng(0)
+        for name in self.values_:  # init: default: the constructor's draw replaces the case's values
+            layer, role = name.split(".")
+            if model.layers[layer].init == "default":
+                self.values_[name] = default_init(model.layers[layer], role, self.values_[name].shape, self.variants, rng)
         self.grads_ = {k: None for k in self.values_}
         frozen = set()
         for name in model.frozen:

@@ -209,6 +209,39 @@ VARIANTS: dict[str, Variant] = {
     "adamw-default-decay-0.0001": Variant(
         "AdamW built without weight_decay decays by 1e-4 (lr-scaled, as its explicit decay)",
         "AdamW's default weight_decay is 0.01"),
+    # ---- default initialization (a layer built without initializers; the reference is torch's constructors)
+    "bias-init-zero": Variant(
+        "Linear and Conv biases start at zero",
+        "a Linear or Conv bias starts from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as its weight's bound"),
+    "linear-init-xavier-uniform": Variant(
+        "a Linear weight starts from U(-b, b) with b = sqrt(6 / (fan_in + fan_out)) (Glorot / Xavier uniform): "
+        "for a layer much wider than it is deep, about twice the reference's scale",
+        "a Linear weight starts from kaiming_uniform(a=sqrt(5)), U(-1/sqrt(fan_in), 1/sqrt(fan_in))"),
+    "conv-init-xavier-uniform": Variant(
+        "a Conv weight starts from U(-b, b) with b = sqrt(6 / (fan_in + fan_out)), fans counting the kernel's "
+        "receptive field (Glorot / Xavier uniform)",
+        "a Conv weight starts from kaiming_uniform(a=sqrt(5)), U(-1/sqrt(fan_in), 1/sqrt(fan_in))"),
+    "conv-init-he-normal": Variant(
+        "a Conv weight starts from N(0, sqrt(2 / fan_in)), fan_in = in channels x kernel area (He / Kaiming "
+        "normal): about 2.4 times the reference's scale",
+        "a Conv weight starts from kaiming_uniform(a=sqrt(5)), U(-1/sqrt(fan_in), 1/sqrt(fan_in))"),
+    "linear-conv-init-lecun-normal": Variant(
+        "Linear and Conv weights start from a truncated normal with standard deviation 1/sqrt(fan_in) (LeCun "
+        "normal): about 1.7 times the reference's scale",
+        "Linear and Conv weights start from kaiming_uniform(a=sqrt(5)), standard deviation 1/sqrt(3 fan_in)"),
+    "embedding-init-xavier-uniform": Variant(
+        "an Embedding table starts from U(-b, b) with b = sqrt(6 / (rows + dim)) (Xavier uniform): tiny next "
+        "to the reference's unit scale",
+        "an Embedding table starts from N(0, 1)"),
+    "embedding-init-uniform-0.05": Variant(
+        "an Embedding table starts from U(-0.05, 0.05)",
+        "an Embedding table starts from N(0, 1)"),
+    "embedding-init-normal-0.01": Variant(
+        "an Embedding table starts from N(0, 0.01)",
+        "an Embedding table starts from N(0, 1)"),
+    "embedding-init-normal-fan-in": Variant(
+        "an Embedding table starts from N(0, 1/sqrt(dim))",
+        "an Embedding table starts from N(0, 1)"),
     "momentum-default-0.9": Variant(
         "a momentum optimizer built without momentum uses 0.9",
         "a momentum optimizer built without momentum uses 0 (torch SGD's default: plain SGD)"),

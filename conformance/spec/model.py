@@ -77,6 +77,9 @@ class Layer(_Strict):
     """BatchNorm: the new batch's weight in the running statistics, or default (the framework's)"""
     eps: Positive | Default = 1e-5
     """BatchNorm, LayerNorm: added to the variance, or default (the framework's)"""
+    init: Literal["case", "default"] = "case"
+    """case: the parameters start from the case's values, loaded into the built layer; default: the framework's
+    own initializers draw them (only `initial` checks compare them, by their statistics)"""
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -86,6 +89,8 @@ class Layer(_Strict):
             raise ValueError("a conv2d kernel must be odd: the image keeps its size with padding kernel // 2")
         if self.padding_idx is not None and not (self.embedding and self.padding_idx < self.embedding[0]):
             raise ValueError("'padding_idx' needs an embedding layer with more rows than it")
+        if self.init == "default" and (self.tie or self.dropout):
+            raise ValueError("'init: default' needs a layer with parameters of its own (not a tie or a dropout)")
         return self
 
     @property
@@ -233,6 +238,10 @@ class Expect(_Strict):
     """whether the framework regards each parameter as trainable"""
     decayed: dict[str, bool] = {}
     """whether the update program applies weight decay to the parameter (read where a run builds one)"""
+    initial: dict[str, Literal["reference"]] = {}
+    """per parameter or statistic of an `init: default` layer, its value as built: reference is the same
+    constant as the oracle's default initialization (torch's constructor), or a random draw with the same mean
+    and standard deviation within the sampling error of two draws of its size"""
     when: dict[str, Union[str, list[str]]] = {}
     """only for the instances whose matrix or variant axes have these values"""
 
@@ -380,8 +389,18 @@ class Case(_Strict):
                              "names (blocks.0.weight), which the reference does not model")
         named = [*self.optimizer.regularizers, *self.optimizer.no_decay, *self.optimizer.no_clip]
         named += self.optimizer.params if isinstance(self.optimizer.params, list) else []
+        drawn = [n for n, layer in layers.items() if layer.init == "default"]
         for e in self.expect:
-            named += [*e.grad, *e.value, *e.in_optimizer, *e.trainable, *e.decayed]
+            named += [*e.grad, *e.value, *e.in_optimizer, *e.trainable, *e.decayed, *e.initial]
+            for name in e.initial:
+                if name.split(".")[0] not in drawn:
+                    raise ValueError(f"'initial {name}': its layer starts from the case's values; "
+                                     f"'initial' checks look at layers with 'init: default'")
+            refs = [f"grad {n}" for n, w in e.grad.items() if w == "reference"] + \
+                   [f"value {n}" for n, w in e.value.items() if w == "reference"] + (["loss"] if e.loss else [])
+            if drawn and refs:
+                raise ValueError(f"'{refs[0]}: reference': layer {drawn[0]!r} starts from the framework's own draw "
+                                 f"('init: default'), which no oracle value matches one by one")
             for axis in e.when:
                 if axis not in self.matrix and not (axis == "variant" and self.variants):
                     raise ValueError(f"'when' names {axis!r}, which is not an axis of this case")
@@ -430,7 +449,8 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "no-decay": "excluding parameters from weight decay",
             "no-decay-names": "excluding parameters from weight decay by a name filter",
             "clip-norm": "per-variable norm clipping",
-            "no-clip": "excluding parameters from clipping"}
+            "no-clip": "excluding parameters from clipping",
+            "init-default": "layers left to the framework's own initialization"}
 
 
 def features_of(case: Case) -> list[str]:
@@ -444,7 +464,8 @@ def features_of(case: Case) -> list[str]:
             "no-decay": bool(case.optimizer.no_decay),
             "no-decay-names": bool(case.optimizer.no_decay_names),
             "clip-norm": case.optimizer.clip_norm is not None,
-            "no-clip": bool(case.optimizer.no_clip)}
+            "no-clip": bool(case.optimizer.no_clip),
+            "init-default": any(layer.init == "default" for layer in case.model.layers.values())}
     return [f for f in FEATURES if used[f]]
 
 

@@ -185,3 +185,29 @@ def test_no_decay_names_exclude_what_the_filter_matches(variants, parts, exclude
     runner.build(model, {})
     runner.make_optimizer(ref.Optimizer(name="adamw", weight_decay=0.1, no_decay_names=parts))
     assert {n for n in param_names(model) if runner._decay(n) == (0.0, 0.0)} == excluded
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_default_draw_is_told_apart_from_another_scale_but_not_from_itself(seed):
+    """`initial: reference` compares two random draws by their statistics: two draws of one default
+    initialization agree, whatever the seeds; a draw at another scale (Glorot's against torch's), a
+    constant against a draw, or another constant do not."""
+    from conformance.engine.verdict import _same_draw
+    layer = Model.model_validate({"layers": {"a": {"linear": [256, 64], "init": "default"}}}).layers["a"]
+    draw = lambda variants, s, role="weight": ref.default_init(  # noqa: E731
+        layer, role, (256, 64) if role == "weight" else (64,), variants, np.random.default_rng(s))
+    assert _same_draw(draw((), seed), draw((), seed + 100))[0]
+    assert _same_draw(draw(("linear-conv-init-lecun-normal",), seed), draw(("linear-conv-init-lecun-normal",), seed + 7))[0]
+    assert not _same_draw(draw(("linear-init-xavier-uniform",), seed), draw((), seed + 100))[0]
+    assert not _same_draw(draw(("linear-conv-init-lecun-normal",), seed), draw((), seed + 100))[0]
+    assert not _same_draw(draw(("bias-init-zero",), seed, "bias"), draw((), seed, "bias"))[0]
+    assert _same_draw(np.ones(4), np.ones(4))[0] and not _same_draw(np.zeros(4), np.ones(4))[0]
+
+
+def test_init_default_draws_only_the_layers_that_ask_and_refuses_one_by_one_checks():
+    model = Model.model_validate({"layers": {"a": {"linear": [4, 4], "init": "default"}, "b": {"linear": [4, 2]}}})
+    values = {n: np.full(s, 0.5) for n, s in [("a.weight", (4, 4)), ("a.bias", (4,)), ("b.weight", (4, 2)), ("b.bias", (2,))]}
+    runner = ref.ReferenceRunner()
+    runner.build(model, values)
+    got = runner.values()
+    assert not np.all(got["a.weight"] == 0.5) and np.all(got["b.weight"] == 0.5)

@@ -260,3 +260,14 @@ def test_no_reference_check_after_a_train_mode_dropout(tmp_path):
 def test_an_empty_path_is_refused_with_one_line(tmp_path):
     msg = error_of(tmp_path, GOOD.replace("{path: [a]}", "{path: []}"))
     assert "steps.0.path" in msg and "at least 1" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("change, needle", [
+    (("{linear: [2, 2]}", "{linear: [2, 2], init: default}"), "no oracle value matches one by one"),
+    (("{step: 0, grad: {a.weight: nonzero}}", "{initial: {a.weight: reference}}"), "'initial' checks look at layers with 'init: default'"),
+])
+def test_init_default_checks(tmp_path, change, needle):
+    text = GOOD.replace("{step: 0, grad: {a.weight: nonzero}}", "{step: 0, grad: {a.weight: reference}}") \
+        if "init" in change[1] and "linear" in change[1] else GOOD
+    msg = error_of(tmp_path, text.replace(*change))
+    assert needle in msg and "\n" not in msg
