@@ -192,3 +192,9 @@ def frozen_params(model: Model) -> set[str]:
     """Canonical names of the parameters model.frozen marks (a layer name freezes all of its own)."""
     names = param_names(model)
     return {p for p in names for f in model.frozen if p == f or p.startswith(f + ".")}
+
+
+def loaded(model: Model, values: dict) -> dict:
+    """The case's values an adapter loads into the built layers: all but those of `init: default` layers,
+    whose parameters keep the framework's own draw."""
+    return {n: v for n, v in values.items() if model.layers[n.split(".")[0]].init == "case"}

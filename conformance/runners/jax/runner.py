@@ -60,7 +60,7 @@ import optax
 from flax import nnx
 
 from . import OFFERS, graph
-from ..base import Runner, Unavailable, Unsupported, build_layers, hold, nvidia_driver
+from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded, nvidia_driver
 from ...spec import Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 
@@ -97,8 +97,8 @@ def _keys(path) -> tuple:
 class JaxRunner(Runner):
     framework = "jax"
     offers = OFFERS
-    features = frozenset({"defaults", "layernorm", "lr-schedule", "no-decay", "no-decay-names", "no-clip",
-                          "embedding", "conv2d", "dropout"})
+    features = frozenset({"defaults", "layernorm", "lr-schedule", "no-decay", "no-decay-names", "init-default",
+                          "no-clip", "embedding", "conv2d", "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -130,6 +130,8 @@ class JaxRunner(Runner):
                 return nnx.Dropout(spec.dropout, rngs=rngs)
             if spec.embedding and spec.padding_idx is not None:
                 raise Unsupported("nnx.Embed has no padding index (no row is kept from the gradient)")
+            if spec.init == "default":  # its initializers draw, from the model's Rngs
+                return make_layer(name, spec, rngs)
             # every parameter is loaded right after: built abstract, as flax restores a checkpoint
             # (nnx.eval_shape), so no initializer runs
             return nnx.eval_shape(lambda: make_layer(name, spec, nnx.Rngs(0)))
@@ -170,8 +172,8 @@ class JaxRunner(Runner):
         self.paths = {name: paths[id(v)] for name, v in self.variables.items()}
         self.names = {path: name for name, path in self.paths.items()}
         self.flat_input = {}  # Linear layer -> the image shape (C, H, W) it takes, or () for vectors
-        for name, variable in self.variables.items():
-            variable.set_value(jnp.asarray(self._layout(name, values[name], True), jnp.float32))
+        for name, value in loaded(model, values).items():
+            self.variables[name].set_value(jnp.asarray(self._layout(name, value, True), jnp.float32))
         self.frozen = {p for p in self.paths for f in model.frozen if p == f or p.startswith(f + ".")}
         self.acc = None
 
@@ -350,7 +352,9 @@ class JaxRunner(Runner):
 
     def forward(self, path, x, target, train, backward):
         self.net.train() if train else self.net.eval()  # reaches every module of the graph
-        x, t = self._inputs(path, x), jnp.asarray(target, jnp.float32)
+        # targets in the model's layout: a path that ends in a conv gives NHWC images
+        x, t = self._inputs(path, x), jnp.asarray(np.transpose(target, (0, 2, 3, 1)) if target.ndim == 4 else target,
+                                                  jnp.float32)
         key = (tuple(path), backward)
         if key not in self.grad_fns:
             loss_fn = self._loss_fn(path)

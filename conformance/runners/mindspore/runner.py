@@ -78,7 +78,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 from . import OFFERS
-from ..base import Runner, Unavailable, Unsupported, build_layers, hold
+from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded
 from ...spec import Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 from .graph import compiled_update, keep_ir_out_of_cwd
@@ -137,7 +137,7 @@ class MindSporeRunner(Runner):
     framework = "mindspore"
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
-                          "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
+                          "init-default", "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -195,8 +195,8 @@ class MindSporeRunner(Runner):
             spec = model.layers[layer]
             attr = role if spec.linear or spec.conv2d else "embedding_table" if spec.embedding else ROLES[role]
             self.params[name] = getattr(cell, attr)
-        for name, param in self.params.items():
-            param.set_data(ms.Tensor(self._to_ms(name, values[name])))
+        for name, value in loaded(model, values).items():
+            self.params[name].set_data(ms.Tensor(self._to_ms(name, value)))
         self.names = {id(p): n for n, p in self.params.items()}
         self.models = {}
         self.acc = None  # the gradient tuple the next optimizer(grads) gets

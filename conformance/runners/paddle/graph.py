@@ -209,6 +209,9 @@ class StaticProgram:
         return self.definition[2]
 
     def _static_build(self, model, values):
+        if any(layer.init == "default" for layer in model.layers.values()):
+            raise Unsupported("a static program's startup draws its parameters when it first runs, after the "
+                              "case's first step is built: no value to observe as built")
         self.scope = paddle.static.Scope()
         self.place = paddle.framework._current_expected_place()
         self.programs = {}

@@ -30,7 +30,7 @@ with warnings.catch_warnings():  # paddle warns at import about ccache; not ours
 warnings.filterwarnings("ignore", message="When training, we now always track global mean and variance")
 
 from . import OFFERS
-from ..base import Runner, Unavailable, Unsupported, build_layers, hold
+from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded
 from ...spec import Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 from .graph import StaticProgram, ToStatic
@@ -77,7 +77,7 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     offers = OFFERS
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
-                          "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
+                          "init-default", "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
     read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
     # n_mean / n_variance in a static program (graph.py)
@@ -154,8 +154,8 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
         self.layers, self.net = self._make_layers(model)
         self.tensors = {name: getattr(self.layers[name.split(".")[0]], self.roles[name.split(".")[1]])
                         for name in param_names(model)}
-        for name, tensor in self.tensors.items():
-            tensor.set_value(np.asarray(values[name], dtype=np.float32))
+        for name, value in loaded(model, values).items():
+            self.tensors[name].set_value(np.asarray(value, dtype=np.float32))
         self.set_trainable(model.frozen, False)
         self.names = {id(t): n for n, t in self.tensors.items()}
         self.hapi = None  # trainer.py: hapi's Model, made at the case's first step

@@ -69,7 +69,7 @@ KERAS2 = keras.__version__.startswith("2.")
 
 import numpy as np  # noqa: E402
 
-from ..base import Runner, Unavailable, Unsupported, build_layers, hold  # noqa: E402
+from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded  # noqa: E402
 from ...spec import Model, Optimizer, defaults_of, param_names  # noqa: E402
 from ...spec import layers as layer_kinds  # noqa: E402
 # graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
@@ -133,8 +133,9 @@ class Net(keras.Model):
 class TensorFlowRunner(KerasTrainer, Runner):
     framework = "tensorflow"
     offers = OFFERS
+    # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
-                          "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})  # no-clip: Keras has none, the case says so (make_optimizer)
+                          "init-default", "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -212,8 +213,8 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 LAYERNORM_ROLES if spec.layernorm else BATCHNORM_ROLES
             self.variables[name] = getattr(layers[layer], roles[role])
         self.flat_input = {}  # Dense layer -> the image shape (C, H, W) it takes, or () for vectors
-        for name, variable in self.variables.items():
-            variable.assign(self._layout(name, values[name], True))
+        for name, value in loaded(model, values).items():
+            self.variables[name].assign(self._layout(name, value, True))
         self._set_trainable(model.frozen, False)
         self.names = {id(v): n for n, v in self.variables.items()}
 
@@ -247,6 +248,11 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 elif self.flat_input[owner] != (shape if len(shape) == 3 else ()):
                     raise Unsupported(f"Dense {name} takes inputs of two shapes: its kernel rows have one order")
         return np.transpose(x, (0, 2, 3, 1)) if x.ndim == 4 else x
+
+    @staticmethod
+    def _targets(t):
+        """The targets in the model's layout: a path that ends in a conv gives NHWC images."""
+        return np.transpose(t, (0, 2, 3, 1)) if t.ndim == 4 else t
 
     def _set_trainable(self, names, trainable):
         for name in names:
@@ -374,7 +380,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
         x = self._inputs(path, x)
         with tf.device(self.tf_device):
             loss, grads = self._train_step(path, train, backward, self.unconnected)(
-                tf.constant(x), tf.constant(target))
+                tf.constant(x), tf.constant(self._targets(target)))
         if backward:
             self.grads_ = list(grads)
         return float(loss)

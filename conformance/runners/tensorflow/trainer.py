@@ -72,7 +72,7 @@ class KerasTrainer:
         model, x = self._trainer(path, train), self._inputs(path, x)  # images NHWC (runner.py)
         with tf.device(self.tf_device), self.refusal(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in runner.py's _apply
-            history = model.fit(x, target, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+            history = model.fit(x, self._targets(target), batch_size=len(x), epochs=1, shuffle=False, verbose=0)
         return float(history.history["loss"][0])
 
     def _evaluate(self, path, x, target, train):
@@ -81,4 +81,4 @@ class KerasTrainer:
                               "also updates")
         model, x = self._trainer(path, train), self._inputs(path, x)
         with tf.device(self.tf_device):
-            return float(model.evaluate(x, target, batch_size=len(x), verbose=0))
+            return float(model.evaluate(x, self._targets(target), batch_size=len(x), verbose=0))

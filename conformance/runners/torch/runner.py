@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from . import OFFERS, graph
-from ..base import Runner, Unavailable, build_layers, hold, nvidia_driver
+from ..base import Runner, Unavailable, build_layers, hold, loaded, nvidia_driver
 from ...spec import Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 
@@ -36,7 +36,7 @@ class TorchRunner(Runner):
     framework = "torch"
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
-                          "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
+                          "init-default", "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -97,8 +97,8 @@ class TorchRunner(Runner):
         self.tensors = {name: getattr(layers[name.split(".")[0]], name.split(".")[1])
                         for name in param_names(model)}
         with torch.no_grad():
-            for name, tensor in self.tensors.items():
-                tensor.copy_(torch.as_tensor(self._to_torch(name, values[name])))
+            for name, value in loaded(model, values).items():
+                self.tensors[name].copy_(torch.as_tensor(self._to_torch(name, value)))
         self._set_requires_grad(model.frozen, False)
         self.names = {id(t): n for n, t in self.tensors.items()}
 
