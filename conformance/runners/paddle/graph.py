@@ -262,9 +262,10 @@ class StaticProgram:
         with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
             layers, net = self._make_layers(self.model, self._attrs)
             net.train() if train else net.eval()  # a layer's mode is fixed when the program is built
-            # an embedding path's input is int64 row indices
-            x = paddle.static.data("x", list(shape[0]), "int64" if self.model.spec(path[0]).embedding else "float32")
-            t = paddle.static.data("t", list(shape[1]), "float32")
+            # an embedding path's input is int64 row indices; the batch dimension is left open (None), as
+            # Fluid users declare it, so that one program takes every batch size of the schedule
+            x = paddle.static.data("x", [None, *shape[0][1:]], "int64" if self.model.spec(path[0]).embedding else "float32")
+            t = paddle.static.data("t", [None, *shape[1][1:]], "float32")
             y, flatten = x, layer_kinds.flatten_before(self.model, path)
             for i, name in enumerate(path):
                 # what a user writes before a Linear that takes an image: paddle.flatten(x, 1), channels first
