@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..runners.base import Runner, Unsupported
-from ..spec import FEATURES, Case, defaults_of, features_of, param_names, schedule
+from ..spec import FEATURES, Case, defaults_of, expect_steps, features_of, param_names, schedule
+
+
+MAX_RAISED = 300  # characters of a step's error that an observation keeps
 
 
 @dataclass
@@ -19,6 +22,7 @@ class StepObservation:
     loss: float
     grads: dict[str, np.ndarray | None]  # after backward, before the update
     values: dict[str, np.ndarray]        # after the update
+    raised: str | None = None            # the error a step the case lets raise raised (its loss is then NaN)
 
 
 @dataclass
@@ -61,21 +65,35 @@ def initial_values(case: Case) -> dict[str, np.ndarray]:
     return out
 
 
-def batch(case: Case, index: int, path: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def batch(case: Case, index: int, path: list[str], size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Input and target for one step, fixed by the case seed and the batch index: float32 (images
     as batch x channels x height x width), or for a path that starts with an embedding, int64 row
-    indices (one per sample; the padding row first, so every batch looks it up)."""
+    indices (one per sample; the padding row first, so every batch looks it up). `size`: the step's
+    own batch size (default: the case's)."""
     rng = np.random.default_rng([case.seed, 2, index])
     first = case.model.spec(path[0])
     shapes = case.model.shapes(path)
+    size = size or case.batch_size
     if first.embedding:
-        x = rng.integers(0, first.embedding[0], size=case.batch_size)
+        x = rng.integers(0, first.embedding[0], size=size)
         if first.padding_idx is not None:
             x[0] = first.padding_idx
     else:
-        x = rng.normal(size=(case.batch_size, *shapes[0])).astype(np.float32)
-    t = rng.normal(size=(case.batch_size, *shapes[-1]))
+        x = rng.normal(size=(size, *shapes[0])).astype(np.float32)
+    t = rng.normal(size=(size, *shapes[-1]))
     return x, t.astype(np.float32)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error a step raised, as its record shows it: its type and the first line of its message."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first}"[:MAX_RAISED]
+
+
+def may_raise(case: Case) -> set[int]:
+    """The steps whose error is an observation: those a `raises` check looks at."""
+    n = len(schedule(case))
+    return {i for e in case.expect if e.raises is not None for i in expect_steps(e.step, n)}
 
 
 def trainer_refusal(case: Case) -> str | None:
@@ -104,23 +122,34 @@ def observe(runner: Runner, case: Case) -> Observation:
     obs = Observation(trainable=runner.trainable(), optimizer_params=runner.optimizer_params(),
                       initial=runner.values(), grads_observed=not trainer,
                       defaults=runner.defaults() if defaults_of(case.model, case.optimizer) else {})
+    raising = may_raise(case)
     for index, step in enumerate(schedule(case)):
-        x, t = batch(case, index if step.batch is None else step.batch, step.path)
+        x, t = batch(case, index if step.batch is None else step.batch, step.path, step.batch_size)
         if step.freeze or step.unfreeze:
             runner.set_trainable(step.freeze, False)
             runner.set_trainable(step.unfreeze, True)
         if step.lr is not None:
             runner.set_lr(step.lr)
-        if trainer and step.update:  # the trainer keeps its gradients to itself
-            loss = runner.train_step(step.path, x, t, train=step.train)
-            grads = dict.fromkeys(obs.initial)
-        else:
-            if step.clear and not trainer:
-                runner.clear_grads(case.clear)
-            loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward)
-            grads = runner.grads() if not trainer else dict.fromkeys(obs.initial)
-            if step.update:
-                runner.update()
+        try:
+            if trainer and step.update:  # the trainer keeps its gradients to itself
+                loss = runner.train_step(step.path, x, t, train=step.train)
+                grads = dict.fromkeys(obs.initial)
+            else:
+                if step.clear and not trainer:
+                    runner.clear_grads(case.clear)
+                loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward)
+                grads = runner.grads() if not trainer else dict.fromkeys(obs.initial)
+                if step.update:
+                    runner.update()
+        except Unsupported:
+            raise
+        except Exception as exc:
+            if index not in raising:
+                raise
+            # the loop skips the batch: nothing of this step reaches the gradients it reports
+            obs.steps.append(StepObservation(loss=float("nan"), grads=dict.fromkeys(obs.initial),
+                                             values=runner.values(), raised=_one_line(exc)))
+            continue
         obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values()))
         if runner.drew_random and obs.random_from is None:
             obs.random_from = index
@@ -211,6 +240,10 @@ def checked(obs, case: Case, like: Observation) -> Observation:
     for i, step in enumerate(steps):
         if type(step) is not StepObservation:
             raise BadObservation(f"step {i} is {type(step).__name__}, not a StepObservation")
+        raised = getattr(step, "raised", None)
+        if raised is not None and (type(raised) is not str or len(raised) > MAX_RAISED):
+            raise BadObservation(f"step {i} raised is {type(raised).__name__}"
+                                 + (f" of {len(raised)} characters" if type(raised) is str else "") + ", not an error line")
         raw = getattr(step, "loss", None)
         loss = _real(raw)
         if loss is None:
@@ -220,5 +253,5 @@ def checked(obs, case: Case, like: Observation) -> Observation:
         grads = _dict_of(getattr(step, "grads", None), names, f"step {i} grads",
                          lambda g, what, name: None if g is None else array(g, what, name))
         values = _dict_of(getattr(step, "values", None), names, f"step {i} values", array)
-        clean.steps.append(StepObservation(loss=loss, grads=grads, values=values))
+        clean.steps.append(StepObservation(loss=loss, grads=grads, values=values, raised=raised))
     return clean

@@ -39,7 +39,8 @@ def _compare(observed, expected, tol) -> tuple[bool, str]:
     if observed.shape != expected.shape:
         return False, f"shape {observed.shape}, reference {expected.shape}"
     diff = float(np.max(np.abs(observed - expected))) if observed.size else 0.0
-    held = bool(np.allclose(observed, expected, rtol=tol.rtol, atol=tol.atol))
+    # NaN on both sides is the same outcome (a statistic poisoned, a skipped step's loss)
+    held = bool(np.allclose(observed, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True))
     return held, f"max |observed - reference| {diff:.1e}"
 
 
@@ -75,7 +76,7 @@ def _over_steps(label, expected, steps, one) -> Check:
 
 
 def _moved(now, before) -> tuple[bool, str]:
-    if np.array_equal(now, before):
+    if np.array_equal(now, before, equal_nan=True):
         return False, "unchanged"
     return True, f"changed by max {float(np.max(np.abs(now - before))):.1e}"
 
@@ -97,6 +98,8 @@ def probes(instance: Instance):
             yield f"value {name}", want, exp.step, "value", name
         if exp.loss:
             yield "loss", "reference", exp.step, "loss", None
+        if exp.raises is not None:
+            yield "raises", exp.raises, exp.step, "raises", None
         if exp.loss_differs:
             first, second = exp.loss_differs
             yield f"loss at step {first} differs from step {second}", "differs", None, "loss_differs", (first, second)
@@ -167,6 +170,10 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
             continue
 
         def one(i, kind=kind, name=name, want=want):
+            if kind == "raises":
+                raised = obs.steps[i].raised
+                expected = want if against_spec else other.steps[i].raised is not None
+                return (raised is not None) == expected, raised or "ran"
             if kind == "loss":
                 return compare(np.float64(obs.steps[i].loss), i, lambda o: np.float64(o.loss))
             if kind == "grad":
@@ -183,7 +190,8 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
                                                                        other.before(i)[name])[0]
             return moved == expected, described
 
-        shown = want if against_spec else f"as the variant oracle ({want} check)"
+        shown = (("raises" if want else "runs") if kind == "raises" else want) if against_spec \
+            else f"as the variant oracle ({want} check)"
         checks.append(_over_steps(label, shown, expect_steps(spec_step, n), one))
     return checks
 
@@ -219,6 +227,9 @@ def trace(instance: Instance, obs: Observation, ref: Observation) -> str:
     lines.append(f"optimizer holds: {', '.join(obs.optimizer_params) or '(nothing)'}")
     for i, (o, r) in enumerate(zip(obs.steps, ref.steps)):
         lines.append(f"step {i}  path {'>'.join(path_of[i])}  loss {o.loss:.6g} (reference {r.loss:.6g})")
+        for who, step in (("raised", o), ("reference raised", r)):
+            if step.raised:
+                lines.append(f"  {who} {step.raised}")
         lines.append(f"  {'parameter':24} {'|grad| max':>12} {'reference':>12} {'|moved| max':>12} {'reference':>12}")
         for name in o.values:
             lines.append(f"  {name:24} {grad(o.grads[name]):>12} {grad(r.grads[name]):>12} "

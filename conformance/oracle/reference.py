@@ -13,7 +13,8 @@ observation with what this module computes for the same scenario. Its stance, st
   before L2 decay is added to it;
 - `no_decay` parameters get neither coupled nor decoupled decay, nor do those whose name (`layer.role`, as
   torch's named_parameters() gives it) contains a part of `no_decay_names`;
-- BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased;
+- BatchNorm running stats: new = (1 - momentum) * old + momentum * batch, variance unbiased; a train step
+  that leaves it one value per channel raises, as torch's does;
 - LayerNorm normalises each sample over its features (biased variance) and has no running stats;
 - Dropout is the identity in eval mode; in train mode it draws its own mask (only qualitative
   checks can look at such a step and after it);
@@ -81,10 +82,13 @@ def clip_scale(grads, max_norm):
 
 
 def batchnorm_running(mean, var, batch, momentum, biased=False):
-    """Running statistics after one train batch; the variance uses the unbiased estimator unless `biased`."""
+    """Running statistics after one train batch; the variance uses the unbiased estimator unless `biased`
+    (one sample: 0/0, NaN, as a framework that divides by n - 1 computes it)."""
     n = batch.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unbiased = batch.var(0) * n / (n - 1) if n > 1 else np.full(batch.shape[1:], np.nan)
     return ((1 - momentum) * mean + momentum * batch.mean(0),
-            (1 - momentum) * var + momentum * batch.var(0) * (1 if biased else n / (n - 1)))
+            (1 - momentum) * var + momentum * (batch.var(0) if biased else unbiased))
 
 
 def layernorm(y, weight, bias, eps):
@@ -401,12 +405,12 @@ class ReferenceRunner(Runner):
                 y, saved = layernorm(y, self.values_[self._param(layer, "weight")],
                                      self.values_[self._param(layer, "bias")], spec.eps)
                 tape.append((layer, "layernorm", saved))
-            else:
+            elif not self._batchnorm_skipped(layer, y, train):
                 rm, rv = self._param(layer, "running_mean"), self._param(layer, "running_var")
                 layer_train = self._train_mode(layer, train)
                 # per channel: over the batch, and over height and width for an image
                 channel = (1, -1) + (1,) * (y.ndim - 2)
-                if layer_train:
+                if layer_train:  # one value per channel (bn-one-value-normalised): normalised to the bias
                     samples = np.moveaxis(y, 1, -1).reshape(-1, y.shape[1])
                     mean, var = samples.mean(0), samples.var(0)
                     self.values_[rm], self.values_[rv] = batchnorm_running(
@@ -433,6 +437,17 @@ class ReferenceRunner(Runner):
             self._backward(tape, 2.0 * diff / diff.size)
             self._fill_missing_grads()
         return loss
+
+    def _batchnorm_skipped(self, layer: str, y, train: bool) -> bool:
+        """A BatchNorm in train mode with one value per channel: raises as torch's does, or under
+        bn-one-value-skipped is passed through (True); bn-one-value-normalised runs it (False)."""
+        if not (self._train_mode(layer, train) and y.size // y.shape[1] == 1):
+            return False
+        if "bn-one-value-skipped" in self.variants:
+            return True
+        if "bn-one-value-normalised" in self.variants:
+            return False
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {y.shape}")
 
     def _fill_missing_grads(self):
         """Variants whose backward hands the optimizer a gradient for every parameter it holds."""

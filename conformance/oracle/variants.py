@@ -83,6 +83,18 @@ VARIANTS: dict[str, Variant] = {
         "step they get the loss's gradient through the normalisation (zero in a train step, where the batch's "
         "statistics are used), so the optimizer moves them by it, beside any decay",
         "running statistics get no gradient: an optimizer that holds them never steps them"),
+    "bn-one-value-skipped": Variant(
+        "a BatchNorm in train mode that gets one value per channel (a batch of one vector) passes its input "
+        "through: no error, its statistics untouched, no gradient for its weight and bias; the rest of the "
+        "step trains",
+        "a BatchNorm in train mode with one value per channel raises (no batch statistics to normalise with), "
+        "and a loop that skips the batch changes nothing"),
+    "bn-one-value-normalised": Variant(
+        "a BatchNorm in train mode that gets one value per channel normalises it anyway: the output is its bias, "
+        "no gradient passes to its input or weight, and the running statistics take the batch's (variance 0, "
+        "or 0/0 = NaN where the update divides by n - 1, which poisons every later eval step)",
+        "a BatchNorm in train mode with one value per channel raises (no batch statistics to normalise with), "
+        "and a loop that skips the batch changes nothing"),
     "bn-running-var-biased": Variant(
         "the running variance is updated with the biased (1/n) batch variance",
         "the running variance is updated with the unbiased (1/(n-1)) batch variance"),

@@ -197,6 +197,9 @@ class Step(_Strict):
     """the layers the forward runs, in order"""
     batch: int | None = Field(None, ge=0, le=1_000_000)
     """the input batch's index (default: the step's index)"""
+    batch_size: int | None = Field(None, ge=1, le=4096)
+    """samples in this step's batch (default: the case's batch_size); 1 leaves a BatchNorm on vectors one value
+    per channel"""
     clear: bool = True
     """clear gradients before this step"""
     backward: bool = True
@@ -229,6 +232,9 @@ class Expect(_Strict):
     """per parameter or statistic, its value after the step: unchanged, changed or reference"""
     loss: Literal["reference"] | None = None
     """the step's loss equals the oracle's"""
+    raises: bool | None = None
+    """whether the step (steps) raises an error: its error is then the observation, and the schedule goes on
+    with the next step, as a training loop that skips a batch the framework refuses"""
     loss_differs: tuple[int, int] | None = None
     """two steps (forward-only, same batch, nothing updated between) whose losses must differ: a dropout
     layer active in the first and not in the second shows that way"""
@@ -254,8 +260,8 @@ class Expect(_Strict):
 
     @model_validator(mode="after")
     def _step_needed(self):
-        if (self.grad or self.value or self.loss) and self.step is None:
-            raise ValueError("'grad', 'value' and 'loss' checks need 'step'")
+        if (self.grad or self.value or self.loss or self.raises is not None) and self.step is None:
+            raise ValueError("'grad', 'value', 'loss' and 'raises' checks need 'step'")
         return self
 
 

@@ -176,6 +176,16 @@ class DetachIgnored(ReferenceRunner):
     (with_variants("plain-contained-layers-stay-train"), ["dropout-in-container-follows-eval[plain_list]"]),
     (DropoutNeverOn, ["dropout-on-in-train"]),
     (DropoutAlwaysOn, ["dropout-off-in-eval", "dropout-in-container-follows-eval[framework_list]"]),
+    (with_variants("decay-filter-sees-gamma-beta"), ["decay-name-filter-bias[sgd]", "decay-name-filter-bert[adamw]",
+                                                     "decay-name-filter-gamma-beta[momentum]"]),
+    (with_variants("decay-fun-sees-generated-names"), ["decay-name-filter-bias[adamw]", "decay-name-filter-layer-name[adamw]"]),
+    (with_variants("decay-filter-sees-weight-names-only"), ["decay-name-filter-layer-name[sgd]"]),
+    (with_variants("linear-init-xavier-uniform"), ["init-default-linear"]),
+    (with_variants("bias-init-zero"), ["init-default-linear", "init-default-conv"]),
+    (with_variants("conv-init-he-normal"), ["init-default-conv"]),
+    (with_variants("embedding-init-normal-0.01"), ["init-default-embedding"]),
+    (with_variants("bn-one-value-skipped"), ["bn-train-batch-of-one"]),
+    (with_variants("bn-one-value-normalised"), ["bn-train-batch-of-one"]),
 ])
 def test_mutant_semantics_are_caught(mutant, must_catch):
     results = verdicts(mutant)
@@ -294,6 +304,26 @@ def test_unsupported_and_error_verdicts():
     assert nan.verdict == "divergence"
 
 
+class RaisesEveryForward(ReferenceRunner):
+    def forward(self, path, x, target, train, backward):
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls > 0:
+            raise RuntimeError("refused\nsecond line")
+        return super().forward(path, x, target, train, backward)
+
+
+def test_an_error_is_an_observation_only_at_a_step_a_raises_check_looks_at():
+    """bn-train-batch-of-one lets step 0 raise: there the error is recorded and the schedule goes on
+    (step 1 raises again, where nothing lets it: that is the instance's error)."""
+    instance = next(i for i in SPEC if i.id == "bn-train-batch-of-one")
+    record = run_instance(RaisesEveryForward(), instance, [])
+    assert record.verdict == "error" and record.reason.startswith("RuntimeError: second line"), record.reason
+    reference = run_instance(ReferenceRunner(), instance, [])
+    assert reference.verdict == "conform"
+    assert any(c.check == "raises @ step 0" and c.observed.startswith("ValueError: Expected more than 1 value")
+               for c in reference.checks)
+
+
 def test_check_records_show_expected_and_observed():
     record = verdicts(with_variants("clear-default-zero-fills"))["unused-param-grad[default]"]
     failed = [c for c in record.checks if not c.held]
@@ -380,3 +410,16 @@ def test_a_profile_that_predicts_a_random_difference_is_contradicted_by_the_iden
     record = run_instance(ReferenceRunner(), PLAIN_DROPOUT, [known("plain-contained-layers-stay-train")])
     assert record.verdict == "conform" and "expects a difference" in record.unexplained
 
+
+
+@pytest.mark.parametrize("raised, message", [(123, "step 0 raised is int, not an error line"),
+                                             ("x" * 301, "step 0 raised is str of 301 characters, not an error line")])
+def test_a_malformed_raised_line_is_a_bad_observation(raised, message):
+    from conformance.engine.scenario import BadObservation, checked, observe
+    case = next(i for i in SPEC if i.id == "bn-train-batch-of-one").case
+    reference = observe(ReferenceRunner(), case)
+    hostile = observe(ReferenceRunner(), case)
+    hostile.steps[0].raised = raised
+    with pytest.raises(BadObservation, match=message):
+        checked(hostile, case, reference)
+    assert checked(reference, case, reference).steps[0].raised.startswith("ValueError: Expected more than 1 value")

@@ -271,3 +271,8 @@ def test_init_default_checks(tmp_path, change, needle):
         if "init" in change[1] and "linear" in change[1] else GOOD
     msg = error_of(tmp_path, text.replace(*change))
     assert needle in msg and "\n" not in msg
+
+
+def test_a_raises_check_needs_its_step(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("{step: 0, grad: {a.weight: nonzero}}", "{raises: true}"))
+    assert "'raises' checks need 'step'" in msg and "\n" not in msg
