@@ -253,17 +253,24 @@ def profile_table(columns: list[Column]) -> list[dict]:
 
 
 def defaults_table(columns: list[Column]) -> list[dict]:
-    """The settings cases left to each framework's constructor ("default"): per instance and setting,
-    the reference's value (torch's) and the value each run observed, from the runs' "default" checks."""
+    """What cases leave to each framework's constructor: per instance, each setting ("default" checks) and
+    each parameter drawn by its own initializers ("initial" checks, its draw's mean and std), with the
+    reference's value (torch's) and what each run observed."""
     rows: dict[tuple, dict] = {}
     for col in columns:
         for case in col.doc.cases if col.doc else []:
             for check in case.checks:
                 if check.check.startswith("default "):
-                    setting = check.check.removeprefix("default ")
-                    row = rows.setdefault((case.id, setting), dict(case=case.id, setting=setting,
-                                                                   reference=check.expected, cells={}))
-                    row["cells"][col.key] = dict(value=check.observed, held=check.held)
+                    setting, reference, value = check.check.removeprefix("default "), check.expected, check.observed
+                elif check.check.startswith("initial ") and " (reference " in check.observed:
+                    # verdict._same_draw's line: "mean m, std s (reference mean m, std s)"
+                    value, reference = check.observed.removesuffix(")").split(" (reference ", 1)
+                    setting = f"{check.check.removeprefix('initial ')} as built"
+                else:
+                    continue
+                row = rows.setdefault((case.id, setting), dict(case=case.id, setting=setting, reference=reference,
+                                                               cells={}))
+                row["cells"][col.key] = dict(value=value, held=check.held)
     return [rows[key] for key in sorted(rows)]
 
 

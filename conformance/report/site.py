@@ -5,7 +5,7 @@ from file:// (no network fetch, no script needed to read it).
                              run's counts (a run mostly of errors is flagged); the freshness stamp
     SITE/porting.html        "from X to Y": pick two runs, see the variants that differ, each in plain
                              words with its upstream link and the cases where it changes the outcome
-    SITE/frameworks/<f>.html each framework's profile per version and run, its constructor defaults, and
+    SITE/frameworks/<f>.html each framework's profile per version and run, its defaults (settings and initial draws), and
                              what changed between its versions, modes and devices
     SITE/upstream.html       each variant no upstream page states, per framework: where it holds, its
                              snippet and what it printed (`conformance confirm`), the cases it changes

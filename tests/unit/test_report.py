@@ -246,3 +246,19 @@ def test_constructor_defaults_are_tabled_per_run(tmp_path):
     assert re.findall(r"<td>(.*?)</td>", row)[-3:] == ["1e-08", "1e-08", '<b class="differs">1e-07</b>']
     empty = build(tmp_path / "none", tmp_path / "out", bench_dir=None).read_text()
     assert "No run left a setting to its framework's default." in empty
+
+
+def test_initial_draws_are_tabled_beside_the_defaults(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    def drawn(std, held):
+        check = results.CheckRecord(check="initial a.weight", expected="the reference's draw", held=held,
+                                    observed=f"mean 0.001, std {std} (reference mean 0.0002, std 0.036)")
+        return [record(INSTANCES[0], checks=[check])] + [record(i) for i in INSTANCES[1:]]
+    write_run(folder, env("torch", "2.13.0"), drawn("0.0361", True))
+    write_run(folder, env("paddle", "3.3.1"), drawn("0.0789", False))
+    page = build(folder, tmp_path, bench_dir=None).read_text()
+    section = page.split('id="defaults"', 1)[1].split("<h2", 1)[0]
+    row = section.split(f'data-case="{INSTANCES[0].id}" data-setting="a.weight as built"', 1)[1].split("</tr>", 1)[0]
+    cells = re.findall(r"<td>(.*?)</td>", row)
+    assert cells[-3] == "mean 0.0002, std 0.036" and "std 0.0789</b>" in " ".join(cells[-2:])
