@@ -101,6 +101,8 @@ def trainer_refusal(case: Case) -> str | None:
     back-propagates and updates together; a step without any of the three is a plain forward."""
     if case.clear != "default":
         return f"clears gradients to {case.clear} explicitly: a trainer clears them its own way"
+    if any(not s.reduce for s in case.steps):
+        return "back-propagates a loss left per sample: a trainer reduces its loss itself"
     for n, step in enumerate(schedule(case)):
         if (step.clear, step.backward, step.update) not in ((True, True, True), (True, False, False)):
             parts = [what for what, on in (("clears", step.clear), ("back-propagates", step.backward),
@@ -137,7 +139,8 @@ def observe(runner: Runner, case: Case) -> Observation:
             else:
                 if step.clear and not trainer:
                     runner.clear_grads(case.clear)
-                loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward)
+                per_sample = {} if step.reduce else {"reduce": False}  # rooms without the feature never see it
+                loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward, **per_sample)
                 grads = runner.grads() if not trainer else dict.fromkeys(obs.initial)
                 if step.update:
                     runner.update()

@@ -25,6 +25,7 @@ observation with what this module computes for the same scenario. Its stance, st
   normalises with the batch and updates its statistics; unfreezing resumes its gradient;
 - a learning-rate change applies from the next update on, to decoupled decay too (lr * wd);
 - a setting left to "default" takes torch's constructor default (REFERENCE_DEFAULTS);
+- backward on a loss left per sample (a vector) raises, as torch's does;
 - every layer is registered and reached by train/eval, whatever container holds it.
 
 `ReferenceRunner(variants=...)` runs the same scenario with named variants of these semantics
@@ -371,7 +372,7 @@ class ReferenceRunner(Runner):
                 return False
         return train
 
-    def forward(self, path, x, target, train, backward):
+    def forward(self, path, x, target, train, backward, reduce=True):
         if backward and "compiled-grad-keeps-first-mode" in self.variants:
             train = self.compiled_modes.setdefault(tuple(path), train)
         tape, y = [], np.asarray(x, dtype=np.float64)
@@ -427,6 +428,8 @@ class ReferenceRunner(Runner):
                 tape.clear()  # nothing before a stop_gradient receives gradient
         diff = y - np.asarray(target, dtype=np.float64)
         loss = float(np.mean(diff * diff))
+        if backward and not reduce and "nonscalar-backward-sums" not in self.variants:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
         first_call = tuple(path) not in self.compiled_paths
         self._path_frozen = self.compiled_frozen.setdefault(tuple(path), set(self.frozen)) \
             if "compiled-keeps-first-frozen" in self.variants else set()
@@ -434,7 +437,8 @@ class ReferenceRunner(Runner):
         # a path's first compiled call overwrites: each parameter's first contribution replaces its gradient
         self._set_once = set() if first_call and "compiled-first-call-sets-grads" in self.variants else None
         if backward:
-            self._backward(tape, 2.0 * diff / diff.size)
+            # a per-sample loss back-propagated as it is: the gradient of its sum (ones for each sample)
+            self._backward(tape, 2.0 * diff / (diff.size if reduce else diff.size // len(diff)))
             self._fill_missing_grads()
         return loss
 

@@ -29,6 +29,10 @@ VARIANTS: dict[str, Variant] = {
         "left out of the step, never used, behind stop_gradient or frozen, statistics): the optimizer "
         "decays and moves all of them; parameters outside the optimizer get no gradient",
         "a parameter that no gradient reaches has none, and the optimizer skips it"),
+    "nonscalar-backward-sums": Variant(
+        "a backward pass (or gradient call) on a loss left per sample, a vector, differentiates its sum: no "
+        "error, and every gradient is batch-size times the mean loss's",
+        "backward on a non-scalar loss raises (a gradient is only implicit for a scalar): the step is refused"),
     "zeros-clear-fills-never-used": Variant(
         "clearing to zeros gives every optimizer parameter a zero gradient at the next backward, one "
         "that was never used included",

@@ -99,9 +99,11 @@ class Runner(ABC):
 
     @abstractmethod
     def forward(self, path: list[str], x: np.ndarray, target: np.ndarray, train: bool,
-                backward: bool) -> float:
+                backward: bool, reduce: bool = True) -> float:
         """Run the layers of `path` in order (stop_gradient after model.detach_after layers),
-        loss = mean((y - target)**2); back-propagate it when `backward`; return the loss."""
+        loss = mean((y - target)**2); back-propagate it when `backward`; return the loss. With
+        `reduce` False (only for a room whose features hold "per-sample-loss") the loss is each
+        sample's mean squared error, a vector, back-propagated as it is; the mean of it is returned."""
 
     @abstractmethod
     def clear_grads(self, mode: ClearMode) -> None:

@@ -204,6 +204,9 @@ class Step(_Strict):
     """clear gradients before this step"""
     backward: bool = True
     """back-propagate the loss"""
+    reduce: bool = True
+    """false: the loss stays per sample (a vector: each sample's mean squared error) and backward is called on
+    it as it is, as in code ported without its reduction"""
     update: bool = True
     """take an optimizer step"""
     train: bool = True
@@ -456,7 +459,8 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "no-decay-names": "excluding parameters from weight decay by a name filter",
             "clip-norm": "per-variable norm clipping",
             "no-clip": "excluding parameters from clipping",
-            "init-default": "layers left to the framework's own initialization"}
+            "init-default": "layers left to the framework's own initialization",
+            "per-sample-loss": "a backward pass on a loss left per sample (not reduced to a scalar)"}
 
 
 def features_of(case: Case) -> list[str]:
@@ -471,7 +475,8 @@ def features_of(case: Case) -> list[str]:
             "no-decay-names": bool(case.optimizer.no_decay_names),
             "clip-norm": case.optimizer.clip_norm is not None,
             "no-clip": bool(case.optimizer.no_clip),
-            "init-default": any(layer.init == "default" for layer in case.model.layers.values())}
+            "init-default": any(layer.init == "default" for layer in case.model.layers.values()),
+            "per-sample-loss": any(not s.reduce for s in case.steps)}
     return [f for f in FEATURES if used[f]]
 
 

@@ -186,6 +186,7 @@ class DetachIgnored(ReferenceRunner):
     (with_variants("embedding-init-normal-0.01"), ["init-default-embedding"]),
     (with_variants("bn-one-value-skipped"), ["bn-train-batch-of-one"]),
     (with_variants("bn-one-value-normalised"), ["bn-train-batch-of-one"]),
+    (with_variants("nonscalar-backward-sums"), ["backward-per-sample-loss[sgd]", "backward-per-sample-loss[adam]"]),
 ])
 def test_mutant_semantics_are_caught(mutant, must_catch):
     results = verdicts(mutant)

@@ -98,7 +98,7 @@ class JaxRunner(Runner):
     framework = "jax"
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "lr-schedule", "no-decay", "no-decay-names", "init-default",
-                          "no-clip", "embedding", "conv2d", "dropout"})
+                          "per-sample-loss", "no-clip", "embedding", "conv2d", "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -319,7 +319,7 @@ class JaxRunner(Runner):
         return [self.names.get(tuple(path), "/".join(map(str, path))) for path, _ in nnx.to_flat_state(state)]
 
     # ------------------------------------------------------------ steps
-    def _loss_fn(self, path):
+    def _loss_fn(self, path, reduce=True):
         flatten = layer_kinds.flatten_before(self.model, path)
         detach = [n in self.model.detach_after for n in path]
 
@@ -330,7 +330,8 @@ class JaxRunner(Runner):
                 x = self._layer(model, name)(x)
                 if detach[i]:
                     x = jax.lax.stop_gradient(x)
-            return jnp.mean((x - t) ** 2)
+            squared = (x - t) ** 2
+            return jnp.mean(squared) if reduce else squared.reshape(squared.shape[0], -1).mean(1)  # per sample
         return loss_fn
 
     def _inputs(self, path, x):
@@ -350,22 +351,22 @@ class JaxRunner(Runner):
             return jnp.asarray(np.transpose(x, (0, 2, 3, 1)), jnp.float32)
         return jnp.asarray(x, jnp.int32 if x.dtype.kind in "iu" else jnp.float32)
 
-    def forward(self, path, x, target, train, backward):
+    def forward(self, path, x, target, train, backward, reduce=True):
         self.net.train() if train else self.net.eval()  # reaches every module of the graph
         # targets in the model's layout: a path that ends in a conv gives NHWC images
         x, t = self._inputs(path, x), jnp.asarray(np.transpose(target, (0, 2, 3, 1)) if target.ndim == 4 else target,
                                                   jnp.float32)
-        key = (tuple(path), backward)
+        key = (tuple(path), backward, reduce)
         if key not in self.grad_fns:
-            loss_fn = self._loss_fn(path)
+            loss_fn = self._loss_fn(path, reduce)
             fn = nnx.value_and_grad(loss_fn, argnums=nnx.DiffState(0, self.wrt)) if backward else loss_fn
             self.grad_fns[key] = graph.compiled(fn) if self.graph else fn
         if not backward:
-            return float(self.grad_fns[key](self.net, x, t))
+            return float(jnp.mean(self.grad_fns[key](self.net, x, t)))
         loss, grads = _first_line(self.grad_fns[key], self.net, x, t)
         # no clear since the last grads: add the returned States (how JAX users accumulate)
         self.acc = grads if self.acc is None else jax.tree.map(jnp.add, self.acc, grads)
-        return float(loss)
+        return float(jnp.mean(loss))
 
     def clear_grads(self, mode):
         if mode == "default":

@@ -137,7 +137,8 @@ class MindSporeRunner(Runner):
     framework = "mindspore"
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
-                          "init-default", "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
+                          "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
+                          "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -324,27 +325,31 @@ class MindSporeRunner(Runner):
                                        [i in flatten for i in range(len(path))])
         return self.models[key]
 
-    def _forward_fn(self, path):
+    def _forward_fn(self, path, reduce=True):
         model = self._model(path)
 
         def forward_fn(x, t):  # the tutorials' forward_fn: the model, then the loss
             return ((model(x) - t) ** 2).mean()
-        return forward_fn
 
-    def forward(self, path, x, target, train, backward):
+        def per_sample_fn(x, t):  # each sample's loss, a vector
+            squared = (model(x) - t) ** 2
+            return squared.reshape(squared.shape[0], -1).mean(1)
+        return forward_fn if reduce else per_sample_fn
+
+    def forward(self, path, x, target, train, backward, reduce=True):
         # reaches the Cells the net registered, no others, as net.set_train() does in user code; a
         # graph already compiled from a plain function (value_and_grad's) is not recompiled by it
         self._model(path).set_train(train)
         x, t = ms.Tensor(x), ms.Tensor(target)  # int64 row indices for an embedding path
-        key = tuple(path)
+        key = (tuple(path), reduce)
         if not backward:  # the tutorials' eval: call the model Cell (in GRAPH_MODE, compiled per phase)
-            return float(self._forward_fn(path)(x, t).asnumpy())
+            return float(self._forward_fn(path, reduce)(x, t).asnumpy().mean())
         if key not in self.grad_fns:
-            self.grad_fns[key] = ms.value_and_grad(self._forward_fn(path), None, self.opt.parameters)
+            self.grad_fns[key] = ms.value_and_grad(self._forward_fn(path, reduce), None, self.opt.parameters)
         loss, grads = first_line(self.grad_fns[key], x, t)
         # no clear since the last grads: accumulate by adding the returned tuples (the documented way)
         self.acc = grads if self.acc is None else tuple(a + g for a, g in zip(self.acc, grads))
-        return float(loss.asnumpy())
+        return float(loss.asnumpy().mean())
 
     def clear_grads(self, mode):
         if mode == "default":

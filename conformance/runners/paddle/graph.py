@@ -254,8 +254,8 @@ class StaticProgram:
             self.definition = self._static_definition()
         return self.definition[1]
 
-    def _static_program(self, path, train, backward, shape):
-        key = (tuple(path), train, backward, frozenset(self.frozen_now))
+    def _static_program(self, path, train, backward, shape, reduce=True):
+        key = (tuple(path), train, backward, frozenset(self.frozen_now), reduce)
         if key in self.programs:
             return self.programs[key]
         main, startup = paddle.static.Program(), paddle.static.Program()
@@ -272,7 +272,8 @@ class StaticProgram:
                 y = layers[name](paddle.flatten(y, 1) if i in flatten else y)
                 if name in self.model.detach_after:
                     y = y.detach()
-            loss = ((y - t) ** 2).mean()
+            squared = (y - t) ** 2
+            loss = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
             params_grads = []
             if backward:
                 params = {p.name: p for p in main.global_block().all_parameters()}
@@ -308,13 +309,13 @@ class StaticProgram:
     # A step with backward runs the program minimize() built: forward, backward and update in one
     # Executor.run, gradients fetched before the update ops. The engine then asks for the update,
     # which has happened; a backward step the engine does not update is refused when it reads on.
-    def _static_forward(self, path, x, target, train, backward):
+    def _static_forward(self, path, x, target, train, backward, reduce=True):
         if self.pending_update:
             raise Unsupported("a static program runs minimize()'s update with its backward: no backward without update")
         if backward and self.grads_live:
             raise Unsupported("a static program recomputes gradients each run: they cannot accumulate")
         with _static_mode():
-            main, loss, grads, ops = self._static_program(path, train, backward, (x.shape, target.shape))
+            main, loss, grads, ops = self._static_program(path, train, backward, (x.shape, target.shape), reduce)
             out = paddle.static.Executor(self.place).run(
                 main, feed={"x": x, "t": target}, fetch_list=[loss] + [g for _, g in grads], scope=self.scope)
         self.static_grads = {n: np.asarray(g).astype(np.float64) for (n, _), g in zip(grads, out[1:])}
@@ -323,7 +324,7 @@ class StaticProgram:
             self.grads_live = True
             for name, names in ops.items():
                 self.static_ops.setdefault(name, set()).update(names)
-        return float(np.asarray(out[0]).item())
+        return float(np.asarray(out[0]).mean())
 
     def _static_update(self):
         if not self.pending_update:

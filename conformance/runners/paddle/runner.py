@@ -77,7 +77,8 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     offers = OFFERS
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
-                          "init-default", "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
+                          "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
+                          "dropout"})
     read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
     # n_mean / n_variance in a static program (graph.py)
@@ -260,9 +261,9 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
                 y = y.detach()
         return y
 
-    def forward(self, path, x, target, train, backward):
+    def forward(self, path, x, target, train, backward, reduce=True):
         if self.static:
-            return self._static_forward(path, x, target, train, backward)
+            return self._static_forward(path, x, target, train, backward, reduce)
         if self.api == "trainer":
             return self._trainer_forward(path, x, target, train)
         if train:
@@ -271,10 +272,11 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
             self.net.eval()
         y = paddle.to_tensor(x)
         y = self._compiled_path(path, y) if self.mode == "graph" else self._run_path(path, y)
-        loss = ((y - paddle.to_tensor(target)) ** 2).mean()
+        squared = (y - paddle.to_tensor(target)) ** 2
+        loss = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
         if backward:
             loss.backward()
-        return float(loss.item())
+        return float(loss.mean().item())
 
     def clear_grads(self, mode):
         if self.static:

@@ -135,7 +135,8 @@ class TensorFlowRunner(KerasTrainer, Runner):
     offers = OFFERS
     # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
-                          "init-default", "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
+                          "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
+                          "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -347,15 +348,18 @@ class TensorFlowRunner(KerasTrainer, Runner):
         return [self.names.get(id(v), "<unnamed variable>") for v in self.params]
 
     # ------------------------------------------------------------ training step
-    def _train_step(self, path, train, backward, unconnected):
+    def _train_step(self, path, train, backward, unconnected, reduce=True):
         """The step as a user writes it; in graph mode a tf.function (graph.compiled: one trace per
-        shape of the step: path, train/eval, backward, unconnected-gradient mode)."""
-        key = (tuple(path), train, backward, unconnected)
+        shape of the step: path, train/eval, backward, unconnected-gradient mode, reduction)."""
+        key = (tuple(path), train, backward, unconnected, reduce)
         if key not in self.steps_:
             def step(x, target):
                 with tf.GradientTape() as tape:
                     y = self.net(x, path=list(path), training=train)
-                    loss = tf.reduce_mean(tf.square(y - target))
+                    squared = tf.square(y - target)
+                    # per sample (not reduced): a vector, handed to tape.gradient as it is
+                    loss = tf.reduce_mean(squared) if reduce else \
+                        tf.reduce_mean(tf.reshape(squared, [tf.shape(squared)[0], -1]), axis=1)
                     if self.net.losses:  # per-weight regularizers, added as the Keras loop guide does
                         loss = loss + tf.add_n(self.net.losses)
                 if not backward:
@@ -370,7 +374,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
             self.steps_[key] = graph.compiled(step) if self.mode == "graph" else step
         return self.steps_[key]
 
-    def forward(self, path, x, target, train, backward):
+    def forward(self, path, x, target, train, backward, reduce=True):
         if self.api == "trainer":  # the engine's trainer steps without a backward pass
             return self._evaluate(path, x, target, train)
         if backward and self.grads_ is not None:
@@ -379,11 +383,11 @@ class TensorFlowRunner(KerasTrainer, Runner):
                               "own arithmetic)")
         x = self._inputs(path, x)
         with tf.device(self.tf_device):
-            loss, grads = self._train_step(path, train, backward, self.unconnected)(
+            loss, grads = self._train_step(path, train, backward, self.unconnected, reduce)(
                 tf.constant(x), tf.constant(self._targets(target)))
         if backward:
             self.grads_ = list(grads)
-        return float(loss)
+        return float(tf.reduce_mean(loss))
 
     def clear_grads(self, mode):
         # Nothing to clear in TF: the next tape.gradient call returns fresh gradients. The mode

@@ -36,7 +36,8 @@ class TorchRunner(Runner):
     framework = "torch"
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
-                          "init-default", "clip-norm", "no-clip", "embedding", "conv2d", "dropout"})
+                          "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
+                          "dropout"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -165,7 +166,7 @@ class TorchRunner(Runner):
     def optimizer_params(self):
         return [self.names.get(id(p), "<unnamed tensor>") for g in self.opt.param_groups for p in g["params"]]
 
-    def forward(self, path, x, target, train, backward):
+    def forward(self, path, x, target, train, backward, reduce=True):
         self.net.train(train)  # reaches only registered submodules, as in user code
         x = torch.as_tensor(x, device=self.torch_device)
         if self.mode == "graph":
@@ -179,10 +180,11 @@ class TorchRunner(Runner):
                 y = self.layers[name](y)
                 if name in self.model.detach_after:
                     y = y.detach()
-        loss = ((y - torch.as_tensor(target, device=self.torch_device)) ** 2).mean()
+        squared = (y - torch.as_tensor(target, device=self.torch_device)) ** 2
+        loss = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
         if backward:
             loss.backward()
-        return float(loss.item())
+        return float(loss.mean().item())
 
     def clear_grads(self, mode):
         if mode == "default":
