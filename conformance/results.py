@@ -106,6 +106,7 @@ class Environment(BaseModel):
     api: Text = "loop"  # the hand-written training loop; a framework's own trainer is another api
     backend: Text = ""  # what compiled the graph in graph mode (torch.compile's backend, ...)
     accelerator: Text = ""  # the adapter's line on the device it computed on ("" on the cpu)
+    packages: dict[Text, Text] = {}  # versions of the packages beside the framework (keras; flax, optax)
     python: Text
     numpy: Text
     platform: Text
@@ -160,9 +161,10 @@ def results_dirs() -> list[Path]:
     return [RESULTS_DIR, *sorted(p for p in MACHINES_DIR.glob("*") if p.is_dir())]
 
 
-def environment(run: Run, spec_dir, started: str, accelerator: str = "") -> Environment:
+def environment(run: Run, spec_dir, started: str, accelerator: str = "", packages: dict | None = None) -> Environment:
     return Environment(framework=run.framework, framework_version=run.version, device=run.device, mode=run.mode,
-                       api=run.api, backend=run.backend, accelerator=accelerator, python=platform.python_version(), numpy=np.__version__,
+                       api=run.api, backend=run.backend, accelerator=accelerator, packages=packages or {},
+                       python=platform.python_version(), numpy=np.__version__,
                        platform=f"{platform.system()}-{platform.machine()} ({sys.platform})",
                        suite_sha=suite_sha(), spec_hash=spec_hash(spec_dir), started=started)
 

@@ -31,6 +31,7 @@ START_TRIES = 3  # a replacement worker may itself be killed while it starts
 MAX_REPLY = 64 << 20  # bytes: an observation of the spec's tiny models is a few KiB
 MAX_WORD = 64  # characters of the version and backend an adapter reports: they name the results file
 MAX_LINE = 300  # characters of the accelerator line an adapter reports
+MAX_PACKAGES = 8  # packages beside the framework an adapter names
 EXIT_GRACE_S = 1.0  # a worker that closed its pipe gets this long to exit by itself, so its own status shows
 
 
@@ -111,7 +112,7 @@ def _worker_main(conn, path: str, run: Run, parent: int) -> None:
     try:
         adapter = load_adapter(path, run.framework)
         runner = adapter(run)
-        conn.send(("ready", adapter.version(), runner.backend, runner.accelerator()))
+        conn.send(("ready", adapter.version(), runner.backend, runner.accelerator(), runner.packages()))
     except (FrameworkMissing, Unavailable) as exc:
         conn.send(("fatal", type(exc).__name__, str(exc)))
         return
@@ -151,6 +152,7 @@ class Worker:
         self.conn, child = ctx.Pipe()
         self.run = run
         self.accelerator = ""  # what the adapter says it computes on, once started
+        self.packages = {}  # the versions of the packages beside the framework, once started
         self.process = ctx.Process(target=_worker_main, args=(child, path, run, os.getpid()), daemon=True)
         self.ended = False
         self.asked = (0, "")  # the request in flight: (sequence number, case id)
@@ -218,6 +220,15 @@ class Worker:
         ok, message = self._receive(STARTUP_TIMEOUT)
         if not ok:  # died, hung, unreadable
             raise WorkerFailed(f"the worker died while starting: {message}")
+        if type(message) is tuple and len(message) == 5 and message[0] == "ready" and type(message[4]) is dict:
+            packages, message = message[4], message[:4]
+            if len(packages) > MAX_PACKAGES or not all(
+                    type(k) is str and type(v) is str and 0 < len(k) <= MAX_WORD and 0 < len(v) <= MAX_WORD
+                    and k.isprintable() and v.isprintable() for k, v in packages.items()):
+                self.kill()
+                raise WorkerFailed(f"the adapter's packages are not at most {MAX_PACKAGES} names and versions, "
+                                   f"each a short printable word")
+            self.packages = dict(packages)
         if type(message) is tuple and len(message) in (3, 4) and all(type(m) is str for m in message):
             if message[0] == "ready" and len(message) == 4:
                 for what, word in (("version", message[1]), ("backend", message[2])):
@@ -235,7 +246,7 @@ class Worker:
             if message[0] == "fatal" and len(message) == 3:
                 kind, text = message[1], message[2][:2000]
                 raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
-        raise WorkerFailed("the worker's ready message is not four strings (is version() a str?)")
+        raise WorkerFailed("the worker's ready message is not four strings and a dict (is version() a str?)")
 
     def submit(self, case: Case) -> None:
         self.asked = (self.asked[0] + 1, case.id)

@@ -103,7 +103,8 @@ def data_index(columns: list[Column], copies: dict[str, str]) -> list[dict]:
         env = col.doc.environment
         path = copies[col.key]
         entries.append(dict(file=path, **{a.name: getattr(col.run, a.name) for a in AXES},
-                            accelerator=env.accelerator, suite_sha=env.suite_sha, spec_hash=env.spec_hash,
+                            accelerator=env.accelerator, packages=env.packages, suite_sha=env.suite_sha,
+                            spec_hash=env.spec_hash,
                             started=env.started, finished=env.finished, complete=col.doc.complete,
                             cases=len(col.doc.cases), summary=col.doc.summary,
                             sha256=hashlib.sha256(Path(col.path).read_bytes()).hexdigest()))

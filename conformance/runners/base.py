@@ -89,6 +89,12 @@ class Runner(ABC):
         with the run's environment; "" on the cpu."""
         return ""
 
+    def packages(self) -> dict[str, str]:
+        """The versions of the packages beside the framework that the room's code uses (Keras for
+        TensorFlow, flax and optax for JAX), recorded with the run's environment: many of a room's
+        variants belong to them, while a run's version axis is the framework's."""
+        return {}
+
     @abstractmethod
     def build(self, model: Model, values: dict[str, np.ndarray]) -> None:
         """Build the model as a user of the framework would, load `values`, apply model.frozen."""

@@ -147,7 +147,7 @@ def test_a_malformed_ready_message_stops_the_run_cleanly(monkeypatch, tmp_path, 
     code = main(["--spec", str(FAULTS / "boundary"), "run", "--framework", "reference",
                  "--adapter", "hostile_adapter:BadVersionRunner", "--out", str(tmp_path / "v.json")])
     err = capsys.readouterr().err
-    assert code == 4 and err == "error: the worker's ready message is not four strings (is version() a str?)\n"
+    assert code == 4 and err == "error: the worker's ready message is not four strings and a dict (is version() a str?)\n"
 
 
 def test_the_accelerator_an_adapter_names_is_recorded_with_the_run(monkeypatch, tmp_path):
@@ -156,6 +156,19 @@ def test_the_accelerator_an_adapter_names_is_recorded_with_the_run(monkeypatch, 
     assert main(["--spec", str(FAULTS / "boundary"), "run", "--framework", "reference", "--case", "healthy-0",
                  "--adapter", "hostile_adapter:GpuRunner", "--out", str(out)]) == 0
     assert results.read(out).environment.accelerator == "Test GPU (compute capability 9.0), driver 1.2.3, CUDA 13.0"
+
+
+def test_the_packages_an_adapter_names_are_recorded_and_bad_ones_stop_the_run(monkeypatch, tmp_path, capsys):
+    monkeypatch.syspath_prepend(str(FAULTS))
+    out = tmp_path / "packages.json"
+    assert main(["--spec", str(FAULTS / "boundary"), "run", "--framework", "reference", "--case", "healthy-0",
+                 "--adapter", "hostile_adapter:PackagesRunner", "--out", str(out)]) == 0
+    assert results.read(out).environment.packages == {"flax": "0.12.12", "optax": "0.2.8"}
+    code = main(["--spec", str(FAULTS / "boundary"), "run", "--framework", "reference",
+                 "--adapter", "hostile_adapter:BadPackagesRunner", "--out", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err
+    assert code == 4 and "the adapter's packages are not at most 8 names and versions" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "p.json").exists()
 
 
 def test_an_accelerator_of_two_lines_stops_the_run_in_one_line(monkeypatch, tmp_path, capsys):

@@ -120,6 +120,10 @@ class JaxRunner(Runner):
             return ""
         return f"{self.jax_device.device_kind}, driver {nvidia_driver()}, jaxlib {jax.lib.__version__}"
 
+    def packages(self) -> dict[str, str]:
+        import flax
+        return {"flax": flax.__version__, "optax": optax.__version__}  # most of the room's variants are theirs
+
     # ------------------------------------------------------------ model
     def build(self, model: Model, values):
         self.model = model

@@ -160,6 +160,9 @@ class TensorFlowRunner(KerasTrainer, Runner):
     def version() -> str:
         return str(tf.__version__)
 
+    def packages(self) -> dict[str, str]:
+        return {"keras": str(keras.__version__)}  # Keras 2 up to TF 2.15, Keras 3 after: its variants are Keras'
+
     # ------------------------------------------------------------ model
     def build(self, model: Model, values):
         if model.container == "framework_dict":

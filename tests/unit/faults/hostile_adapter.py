@@ -186,6 +186,17 @@ class GpuRunner(ReferenceRunner):
         return "Test GPU (compute capability 9.0), driver 1.2.3, CUDA 13.0"
 
 
+class PackagesRunner(ReferenceRunner):
+    """Names the packages beside its framework, as the jax room does."""
+    def packages(self):
+        return {"flax": "0.12.12", "optax": "0.2.8"}
+
+
+class BadPackagesRunner(ReferenceRunner):
+    def packages(self):
+        return {"flax": "0.12\n12"}
+
+
 class BadAcceleratorRunner(ReferenceRunner):
     def accelerator(self):
         return "Test GPU\nand a second line"
