@@ -65,11 +65,14 @@ def initial_values(case: Case) -> dict[str, np.ndarray]:
     return out
 
 
-def batch(case: Case, index: int, path: list[str], size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def batch(case: Case, index: int, path: list[str], size: int | None = None,
+          all_padding: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Input and target for one step, fixed by the case seed and the batch index: float32 (images
     as batch x channels x height x width), or for a path that starts with an embedding, int64 row
-    indices (one per sample; the padding row first, so every batch looks it up). `size`: the step's
-    own batch size (default: the case's)."""
+    indices (one per sample; the padding row first, so every batch looks it up). The target is float32,
+    or under a cross-entropy int64 class labels (sample 0 carrying the ignored label, if any). `size`: the
+    step's own batch size (default: the case's); `all_padding`: every index the padding row, every label
+    the ignored one."""
     rng = np.random.default_rng([case.seed, 2, index])
     first = case.model.spec(path[0])
     shapes = case.model.shapes(path)
@@ -78,10 +81,21 @@ def batch(case: Case, index: int, path: list[str], size: int | None = None) -> t
         x = rng.integers(0, first.embedding[0], size=size)
         if first.padding_idx is not None:
             x[0] = first.padding_idx
+            if all_padding:
+                x[:] = first.padding_idx
     else:
         x = rng.normal(size=(size, *shapes[0])).astype(np.float32)
     t = rng.normal(size=(size, *shapes[-1]))
-    return x, t.astype(np.float32)
+    ce = case.cross_entropy
+    if ce is None:
+        return x, t.astype(np.float32)
+    labels = rng.integers(0, shapes[-1][0], size=size)
+    ignored = ce.ignored_label()
+    if ignored is not None:
+        labels[0] = ignored
+        if all_padding:
+            labels[:] = ignored
+    return x, labels.astype(np.int64)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -126,21 +140,23 @@ def observe(runner: Runner, case: Case) -> Observation:
                       defaults=runner.defaults() if defaults_of(case.model, case.optimizer) else {})
     raising = may_raise(case)
     for index, step in enumerate(schedule(case)):
-        x, t = batch(case, index if step.batch is None else step.batch, step.path, step.batch_size)
+        x, t = batch(case, index if step.batch is None else step.batch, step.path, step.batch_size, step.all_padding)
         if step.freeze or step.unfreeze:
             runner.set_trainable(step.freeze, False)
             runner.set_trainable(step.unfreeze, True)
         if step.lr is not None:
             runner.set_lr(step.lr)
+        # rooms without the feature never see these arguments (a trainer reduces its loss itself)
+        loss_fn = {"loss": case.cross_entropy} if case.cross_entropy else {}
+        per_sample = {} if step.reduce else {"reduce": False}
         try:
             if trainer and step.update:  # the trainer keeps its gradients to itself
-                loss = runner.train_step(step.path, x, t, train=step.train)
+                loss = runner.train_step(step.path, x, t, train=step.train, **loss_fn)
                 grads = dict.fromkeys(obs.initial)
             else:
                 if step.clear and not trainer:
                     runner.clear_grads(case.clear)
-                per_sample = {} if step.reduce else {"reduce": False}  # rooms without the feature never see it
-                loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward, **per_sample)
+                loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward, **per_sample, **loss_fn)
                 grads = runner.grads() if not trainer else dict.fromkeys(obs.initial)
                 if step.update:
                     runner.update()
@@ -225,12 +241,18 @@ def checked(obs, case: Case, like: Observation) -> Observation:
     decayed = getattr(obs, "decayed", None)
     clean.decayed = None if decayed is None else _dict_of(decayed, names, "decayed", flag)
 
-    def setting(v, what, name):  # a real number, or a pair for Adam's betas
+    def setting(v, what, name):  # a real number, a pair for Adam's betas, a bool for a layer's bias
+        if name.endswith(".bias"):
+            if type(v) not in (bool, np.bool_):
+                raise BadObservation(f"{what} is {type(v).__name__}, not a bool")
+            return bool(v)
         items = list(v) if name.endswith(".betas") and type(v) in (list, tuple) and len(v) == 2 else [v]
         numbers = [_real(x) for x in items]
         if any(x is None or not np.isfinite(x) for x in numbers):
             shown = repr(items[0]) if len(repr(items[0])) < 60 else f"{type(items[0]).__name__} {repr(items[0])[:40]}..."
             raise BadObservation(f"{what} is {shown}, not a finite real number" + (" pair" if name.endswith(".betas") else ""))
+        if name.endswith(".rate") and not 0 <= numbers[0] <= 1:
+            raise BadObservation(f"{what} is {numbers[0]:g}, not a fraction of the inputs zeroed")
         return numbers if name.endswith(".betas") else numbers[0]
 
     clean.defaults = _dict_of(getattr(obs, "defaults", None), defaults_of(case.model, case.optimizer),

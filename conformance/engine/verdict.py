@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .scenario import Observation
-from ..spec import Instance, defaults_of, expect_steps
+from ..spec import DROPOUT_PROBE, Instance, defaults_of, expect_steps
 
 VERDICTS = ("conform", "divergence", "error", "unsupported")
 
@@ -58,6 +58,20 @@ def _same_draw(observed, expected) -> tuple[bool, str]:
     n = o.size
     held = abs(o.std() / e.std() - 1) <= 6 / np.sqrt(n) and abs(o.mean() - e.mean()) <= 6 * e.std() * np.sqrt(2 / n)
     return bool(held), shown
+
+
+def _default_check(label: str, name: str, got, expected) -> Check:
+    """A setting the framework chose: a bias present or not; a dropout rate measured on DROPOUT_PROBE inputs,
+    within six standard errors of that many draws; a number (or a pair) within 1e-5."""
+    if name.endswith(".bias"):
+        return Check(label, str(expected).lower(), str(got).lower(), got == expected)
+    if name.endswith(".rate"):
+        spread = 6 * np.sqrt(expected * (1 - expected) / DROPOUT_PROBE)
+        return Check(label, f"{expected:g} (+-{spread:.1g}, measured on {DROPOUT_PROBE:,} inputs)", f"{got:.4f}",
+                     abs(got - expected) <= spread)
+    same = bool(np.allclose(got, expected, rtol=1e-5, atol=0))
+    return Check(label, f"{expected:g}" if np.isscalar(expected) else str(expected),
+                 f"{got:g}" if np.isscalar(got) else str(got), same)
 
 
 def _applies(when: dict, axes: dict) -> bool:
@@ -156,10 +170,7 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
                                 shown, held))
             continue
         if kind == "default":
-            got, expected = obs.defaults[name], other.defaults[name]
-            same = bool(np.allclose(got, expected, rtol=1e-5, atol=0))
-            checks.append(Check(label, f"{expected:g}" if np.isscalar(expected) else str(expected),
-                                f"{got:g}" if np.isscalar(got) else str(got), same))
+            checks.append(_default_check(label, name, obs.defaults[name], other.defaults[name]))
             continue
         if kind in ("in_optimizer", "trainable", "decayed"):
             read = {"in_optimizer": lambda o: o.optimizer_params.count(name),

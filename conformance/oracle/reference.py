@@ -26,6 +26,9 @@ observation with what this module computes for the same scenario. Its stance, st
 - a learning-rate change applies from the next update on, to decoupled decay too (lr * wd);
 - a setting left to "default" takes torch's constructor default (REFERENCE_DEFAULTS);
 - backward on a loss left per sample (a vector) raises, as torch's does;
+- a cross-entropy is torch's CrossEntropyLoss (cross_entropy below): logits, the mean over the samples not
+  ignored (an all-ignored batch: loss NaN, gradient zero), label -100 ignored by default;
+- a bias left to default exists (torch's Linear and Conv2d have one);
 - every layer is registered and reached by train/eval, whatever container holds it.
 
 `ReferenceRunner(variants=...)` runs the same scenario with named variants of these semantics
@@ -39,7 +42,7 @@ import re
 import numpy as np
 
 from ..runners.base import Runner
-from ..spec import FEATURES, OPTIMIZER_FIELDS, ClearMode, Model, Optimizer, defaults_of
+from ..spec import FEATURES, OPTIMIZER_FIELDS, TORCH_IGNORE_INDEX, ClearMode, CrossEntropy, Model, Optimizer, defaults_of
 from ..spec import layers as layer_kinds
 from .variants import VARIANTS
 
@@ -139,6 +142,10 @@ REFERENCE_DEFAULTS = {
     "adamw": {"lr": 1e-3, "weight_decay": 1e-2, "betas": (0.9, 0.999), "eps": 1e-8},
     "batchnorm": {"momentum": 0.1, "eps": 1e-5},
     "layernorm": {"eps": 1e-5},
+    "linear": {"bias": True},
+    "conv2d": {"bias": True},
+    # nn.CrossEntropyLoss
+    "cross_entropy": {"reduction": "mean", "from_logits": True, "ignore_index": TORCH_IGNORE_INDEX, "label_smoothing": 0.0},
 }
 # The default-value variants (conformance/variants.py): (optimizer name or layer kind, field) -> value
 VARIANT_DEFAULTS = {
@@ -154,7 +161,10 @@ VARIANT_DEFAULTS = {
     "adamw-default-decay-0.004": {("adamw", "weight_decay"): 0.004},
     "adamw-default-decay-0.0001": {("adamw", "weight_decay"): 1e-4},
     "momentum-default-0.9": {("momentum", "momentum"): 0.9},
+    "conv-default-no-bias": {("conv2d", "bias"): False},
+    "ce-default-takes-probabilities": {("cross_entropy", "from_logits"): False},
 }
+LAYER_FIELDS = ("momentum", "eps", "bias")  # the layer settings a case may leave to default
 
 
 def resolve_defaults(model: Model, optimizer: Optimizer, variants=()) -> tuple[Model, Optimizer]:
@@ -164,10 +174,50 @@ def resolve_defaults(model: Model, optimizer: Optimizer, variants=()) -> tuple[M
         table.update(VARIANT_DEFAULTS.get(name, {}))
     opt = optimizer.model_copy(update={f: table[optimizer.name, f] for f in OPTIMIZER_FIELDS[optimizer.name]
                                        if getattr(optimizer, f) == "default"})
-    layers = {name: layer.model_copy(update={f: table[layer.kind, f] for f in ("momentum", "eps")
+    layers = {name: layer.model_copy(update={f: table[layer.kind, f] for f in LAYER_FIELDS
                                              if getattr(layer, f) == "default" and (layer.kind, f) in table})
               for name, layer in model.layers.items()}
     return model.model_copy(update={"layers": layers}), opt
+
+
+def resolve_loss(loss: CrossEntropy, variants=()) -> CrossEntropy:
+    """The cross-entropy with every "default" replaced by the value the oracle uses (ignore_index: the
+    framework's, which a variant may make None: no label is ignored)."""
+    table = dict(REFERENCE_DEFAULTS["cross_entropy"])
+    for name in variants:
+        table.update({f: v for (kind, f), v in VARIANT_DEFAULTS.get(name, {}).items() if kind == "cross_entropy"})
+    return loss.model_copy(update={f: table[f] for f in table if getattr(loss, f) == "default"})
+
+
+def cross_entropy(scores, labels, loss: CrossEntropy) -> tuple[float, np.ndarray]:
+    """(loss, its gradient with respect to the scores) of a resolved cross-entropy, as torch's CrossEntropyLoss:
+    the smoothed target (1 - s) * one_hot + s / classes; the samples whose label is ignored add nothing, and a
+    mean divides by the others (none: the loss is 0/0, NaN, and the gradient zero). Without from_logits the
+    scores are read as probabilities (ce-default-takes-probabilities): clipped to [1e-7, 1 - 1e-7] and
+    renormalised, as Keras's backend writes it (log of the clipped scores into a softmax cross-entropy)."""
+    n, classes = scores.shape
+    kept = labels != loss.ignore_index if loss.ignore_index is not None else np.ones(n, bool)
+    target = np.zeros_like(scores)
+    target[np.flatnonzero(kept), labels[kept]] = 1.0
+    target = (1 - loss.label_smoothing) * target + loss.label_smoothing / classes * kept[:, None]
+    if loss.from_logits:
+        shifted = scores - scores.max(1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+        d_scores = np.exp(log_p) * target.sum(1, keepdims=True) - target
+    else:
+        eps = 1e-7
+        clipped = np.clip(scores, eps, 1 - eps)
+        total = clipped.sum(1, keepdims=True)
+        log_p = np.log(clipped) - np.log(total)
+        inside = (scores >= eps) & (scores <= 1 - eps)  # the clip passes the gradient only there
+        d_scores = (target.sum(1, keepdims=True) / total - target / clipped) * inside
+    per_sample = -(target * log_p).sum(1)
+    if loss.reduction == "sum":
+        return float(per_sample.sum()), d_scores
+    count = int(kept.sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(per_sample.sum() / count) if count else float("nan")
+    return value, d_scores / max(count, 1)
 
 
 # ---------------------------------------------------------------- default initialization ("init: default")
@@ -287,6 +337,9 @@ class ReferenceRunner(Runner):
             layer, role = name.split(".")
             if model.layers[layer].init == "default":
                 self.values_[name] = default_init(model.layers[layer], role, self.values_[name].shape, self.variants, rng)
+        for name, layer in self.model.layers.items():  # a bias its default left out: zero, and no gradient
+            if layer.bias is False and f"{name}.bias" in self.values_:
+                self.values_[f"{name}.bias"] = np.zeros_like(self.values_[f"{name}.bias"])
         self.grads_ = {k: None for k in self.values_}
         frozen = set()
         for name in model.frozen:
@@ -345,9 +398,19 @@ class ReferenceRunner(Runner):
         out = {}
         for name in defaults_of(self.given_model, self.given_opt):
             owner, field = name.split(".")
+            if field == "rate":
+                out[name] = self._rate(owner)
+                continue
             value = getattr(opt if owner == "optimizer" else model.layers[owner], field)
             out[name] = list(value) if field == "betas" else value
         return out
+
+    def _rate(self, layer: str) -> float:
+        """The fraction of its inputs a dropout layer zeroes in train mode: its rate, or for a rate written
+        positionally where the first argument is the keep probability (dropout-positional-is-keep-prob), 1 - rate."""
+        spec = self.model.layers[layer]
+        return 1 - spec.dropout if spec.positional and "dropout-positional-is-keep-prob" in self.variants \
+            else spec.dropout
 
     def set_trainable(self, names, trainable):
         for name in names:
@@ -372,7 +435,7 @@ class ReferenceRunner(Runner):
                 return False
         return train
 
-    def forward(self, path, x, target, train, backward, reduce=True):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None):
         if backward and "compiled-grad-keeps-first-mode" in self.variants:
             train = self.compiled_modes.setdefault(tuple(path), train)
         tape, y = [], np.asarray(x, dtype=np.float64)
@@ -392,9 +455,10 @@ class ReferenceRunner(Runner):
                 tape.append((layer, "conv2d", windows))
             elif spec.dropout:
                 if self._train_mode(layer, train):  # the oracle's own mask: no framework shares it
-                    keep = self.dropout_rng.random(y.shape) >= spec.dropout
+                    rate = self._rate(layer)
+                    keep = self.dropout_rng.random(y.shape) >= rate
                     self.drew_random = True
-                    tape.append((layer, "dropout", keep / (1.0 - spec.dropout)))
+                    tape.append((layer, "dropout", keep / (1.0 - rate)))
                     y = y * tape[-1][2]
             elif spec.embedding:
                 tape.append((layer, "embedding", y.astype(np.int64)))
@@ -426,8 +490,13 @@ class ReferenceRunner(Runner):
                     + self.values_[self._param(layer, "bias")].reshape(channel)
             if layer in self.model.detach_after:
                 tape.clear()  # nothing before a stop_gradient receives gradient
-        diff = y - np.asarray(target, dtype=np.float64)
-        loss = float(np.mean(diff * diff))
+        if loss is not None:
+            value, d_scores = cross_entropy(y, np.asarray(target, dtype=np.int64), resolve_loss(loss, self.variants))
+        else:
+            diff = y - np.asarray(target, dtype=np.float64)
+            value = float(np.mean(diff * diff))
+            # a per-sample loss back-propagated as it is: the gradient of its sum (ones for each sample)
+            d_scores = 2.0 * diff / (diff.size if reduce else diff.size // len(diff))
         if backward and not reduce and "nonscalar-backward-sums" not in self.variants:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
         first_call = tuple(path) not in self.compiled_paths
@@ -437,10 +506,9 @@ class ReferenceRunner(Runner):
         # a path's first compiled call overwrites: each parameter's first contribution replaces its gradient
         self._set_once = set() if first_call and "compiled-first-call-sets-grads" in self.variants else None
         if backward:
-            # a per-sample loss back-propagated as it is: the gradient of its sum (ones for each sample)
-            self._backward(tape, 2.0 * diff / (diff.size if reduce else diff.size // len(diff)))
+            self._backward(tape, d_scores)
             self._fill_missing_grads()
-        return loss
+        return value
 
     def _batchnorm_skipped(self, layer: str, y, train: bool) -> bool:
         """A BatchNorm in train mode with one value per channel: raises as torch's does, or under

@@ -258,6 +258,19 @@ VARIANTS: dict[str, Variant] = {
     "embedding-init-normal-fan-in": Variant(
         "an Embedding table starts from N(0, 1/sqrt(dim))",
         "an Embedding table starts from N(0, 1)"),
+    "conv-default-no-bias": Variant(
+        "a Conv2d built without saying whether it has a bias has none: ported code that leaves the argument out "
+        "loses the bias (a checkpoint's bias has nowhere to go)",
+        "a Conv2d has a bias unless it is built with bias=False"),
+    "dropout-positional-is-keep-prob": Variant(
+        "Dropout's first positional argument is the probability to keep: Dropout(0.1), ported as written, "
+        "zeroes 90 % of the activations",
+        "Dropout's first positional argument is the probability to zero: Dropout(0.1) zeroes 10 %"),
+    "ce-default-takes-probabilities": Variant(
+        "a cross-entropy loss built without from_logits reads the scores as probabilities: it clips them to "
+        "[1e-7, 1 - 1e-7] and renormalises them instead of applying a softmax, so a model ending in logits "
+        "(as a ported torch model does) trains on a different loss, and on none where its scores are negative",
+        "a cross-entropy loss takes logits and applies the softmax itself"),
     "momentum-default-0.9": Variant(
         "a momentum optimizer built without momentum uses 0.9",
         "a momentum optimizer built without momentum uses 0 (torch SGD's default: plain SGD)"),

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..run import AXES, AXIS, Run
-from ..spec import ClearMode, Model, Optimizer, param_names
+from ..spec import ClearMode, CrossEntropy, Model, Optimizer, param_names
 
 
 class Unsupported(Exception):
@@ -105,11 +105,14 @@ class Runner(ABC):
 
     @abstractmethod
     def forward(self, path: list[str], x: np.ndarray, target: np.ndarray, train: bool,
-                backward: bool, reduce: bool = True) -> float:
+                backward: bool, reduce: bool = True, loss: CrossEntropy | None = None) -> float:
         """Run the layers of `path` in order (stop_gradient after model.detach_after layers),
         loss = mean((y - target)**2); back-propagate it when `backward`; return the loss. With
         `reduce` False (only for a room whose features hold "per-sample-loss") the loss is each
-        sample's mean squared error, a vector, back-propagated as it is; the mean of it is returned."""
+        sample's mean squared error, a vector, back-propagated as it is; the mean of it is returned.
+        With `loss` (only for a room whose features hold "cross-entropy") the loss is that cross-entropy
+        of y, class scores, against `target`, int64 labels, built with the framework's own loss object;
+        its settings left to "default" left out of the constructor."""
 
     @abstractmethod
     def clear_grads(self, mode: ClearMode) -> None:
@@ -119,9 +122,11 @@ class Runner(ABC):
     def update(self) -> None:
         """One optimizer step (with global-norm clipping when the optimizer asks for it)."""
 
-    def train_step(self, path: list[str], x: np.ndarray, target: np.ndarray, train: bool) -> float:
+    def train_step(self, path: list[str], x: np.ndarray, target: np.ndarray, train: bool,
+                   loss: CrossEntropy | None = None) -> float:
         """api "trainer": one step of the framework's own trainer on this batch (it clears, runs
-        forward and backward and updates, as the trainer does); the loss it reports for the batch."""
+        forward and backward and updates, as the trainer does); the loss it reports for the batch.
+        `loss`: as forward's, the loss the trainer is given."""
         raise Unsupported(f"the {self.framework} adapter has no trainer step")
 
     @abstractmethod
@@ -143,7 +148,10 @@ class Runner(ABC):
     def defaults(self) -> dict[str, object]:
         """Feature "defaults": for each setting the case left to the framework (schema.defaults_of),
         the value its constructor chose, read from the built objects, in the spec's convention
-        (BatchNorm momentum = weight of the new batch; betas a pair)."""
+        (BatchNorm momentum = weight of the new batch; betas a pair; `<layer>.bias`, whether the built
+        layer holds a bias). Feature "positional-args": `<layer>.rate`, the fraction of DROPOUT_PROBE
+        ones the built dropout layer zeroes in train mode (measured, never read from an attribute).
+        A layer whose default left its bias out reads as a zero bias (values) with no gradient (None)."""
         raise Unsupported(f"the {self.framework} adapter does not read its defaults")
 
     def set_trainable(self, names: list[str], trainable: bool) -> None:
@@ -200,6 +208,13 @@ def frozen_params(model: Model) -> set[str]:
     """Canonical names of the parameters model.frozen marks (a layer name freezes all of its own)."""
     names = param_names(model)
     return {p for p in names for f in model.frozen if p == f or p.startswith(f + ".")}
+
+
+def given_loss(loss: CrossEntropy) -> dict:
+    """The cross-entropy settings a case writes out, by the spec's names (reduction, from_logits, ignore_index,
+    label_smoothing): those left to "default" are left out, and so is an ignore_index of None (no sample
+    carries an ignored label: the framework's default stays in place)."""
+    return {k: v for k, v in loss.model_dump().items() if v is not None and v != "default"}
 
 
 def loaded(model: Model, values: dict) -> dict:

@@ -15,7 +15,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, fiel
 from . import layers as layer_kinds
 
 TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm", "layernorm",
-          "embedding", "conv", "dropout", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules")
+          "embedding", "conv", "dropout", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules",
+          "losses")
 # Matrix axes and the case field each one sets.
 AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
         "params": ("optimizer", "params"), "container": ("model", "container")}
@@ -41,6 +42,11 @@ DecayRate = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]  # momentum
 # "default": the framework's constructor decides (the adapter leaves the argument out); the oracle
 # uses the reference's default (REFERENCE_DEFAULTS in reference.py: torch's constructors)
 Default = Literal["default"]
+# The label that data prepared for torch marks "ignore" with (CrossEntropyLoss's ignore_index default): a case that
+# leaves ignore_index to the framework carries it in its batches.
+TORCH_IGNORE_INDEX = -100
+# Inputs (ones) a positional dropout's built layer takes in train mode when its rate is measured (`<layer>.rate`).
+DROPOUT_PROBE = 100_000
 
 
 Kernel = Annotated[int, Field(ge=1, le=7, multiple_of=1)]
@@ -71,8 +77,13 @@ class Layer(_Strict):
     """rate: zeroes inputs at random in train mode and scales the rest by 1 / (1 - rate)"""
     tie: str | None = None
     """another layer's name: this one is that layer (shared parameters)"""
-    bias: bool = True
-    """linear, conv2d: whether the layer has a bias"""
+    bias: bool | Default = True
+    """linear, conv2d: whether the layer has a bias, or default (the framework's constructor decides; a layer
+    built without one reads as a zero bias that gets no gradient, and a `default <layer>.bias` check compares)"""
+    positional: bool = False
+    """dropout: the rate is written as the constructor's first positional argument, as ported code writes it
+    (`Dropout(0.1)`); the fraction of its inputs the built layer then zeroes in train mode is measured on
+    DROPOUT_PROBE ones and compared (a `default <layer>.rate` check)"""
     momentum: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | Default = 0.1
     """BatchNorm: the new batch's weight in the running statistics, or default (the framework's)"""
     eps: Positive | Default = 1e-5
@@ -89,6 +100,10 @@ class Layer(_Strict):
             raise ValueError("a conv2d kernel must be odd: the image keeps its size with padding kernel // 2")
         if self.padding_idx is not None and not (self.embedding and self.padding_idx < self.embedding[0]):
             raise ValueError("'padding_idx' needs an embedding layer with more rows than it")
+        if self.bias != True and self.kind not in layer_kinds.OPTIONAL_BIAS:  # noqa: E712 (False or "default")
+            raise ValueError(f"'bias' is a setting of linear and conv2d layers, not of {self.kind}")
+        if self.positional and not self.dropout:
+            raise ValueError("'positional' writes a dropout's rate positionally: it needs a dropout layer")
         if self.init == "default" and (self.tie or self.dropout):
             raise ValueError("'init: default' needs a layer with parameters of its own (not a tie or a dropout)")
         return self
@@ -192,6 +207,27 @@ class Optimizer(_Strict):
         return self
 
 
+class CrossEntropy(_Strict):
+    """Cross-entropy of the path's output (a vector: one score per class) against one integer label per
+    sample, written with the framework's own loss object. A setting left to default is left out of its
+    constructor; its effect is judged by the loss and the gradients (the oracle uses torch's
+    CrossEntropyLoss defaults)."""
+    reduction: Literal["mean", "sum"] | Default = "mean"
+    """mean: over the samples whose label is not ignored; sum; or default (the framework's)"""
+    from_logits: Literal[True] | Default = True
+    """true: the scores are logits (the loss applies the softmax itself); default: the framework's reading of them"""
+    ignore_index: Annotated[int, Field(ge=-1000)] | Default | None = None
+    """a label whose samples add nothing to the loss (sample 0 of each batch carries it); default: the
+    framework's default, with sample 0 carrying TORCH_IGNORE_INDEX (-100) as data prepared for torch does;
+    none: no sample carries an ignored label (the framework's default is left in place)"""
+    label_smoothing: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | Default = 0.0
+    """the mass moved from the label to a uniform share over all classes: (1 - s) * one_hot + s / classes"""
+
+    def ignored_label(self) -> int | None:
+        """The label a batch's ignored samples carry, or None."""
+        return TORCH_IGNORE_INDEX if self.ignore_index == "default" else self.ignore_index
+
+
 class Step(_Strict):
     path: list[str] = Field(min_length=1)
     """the layers the forward runs, in order"""
@@ -204,6 +240,9 @@ class Step(_Strict):
     """clear gradients before this step"""
     backward: bool = True
     """back-propagate the loss"""
+    all_padding: bool = False
+    """every sample of the batch is padding: a path that starts with an embedding looks up only its padding row,
+    and a cross-entropy's labels are all its ignored label"""
     reduce: bool = True
     """false: the loss stays per sample (a vector: each sample's mean squared error) and backward is called on
     it as it is, as in code ported without its reduction"""
@@ -310,6 +349,8 @@ class Case(_Strict):
     """samples per batch (BatchNorm's unbiased variance needs 2)"""
     tolerance: Tolerance = Tolerance()
     """of the reference checks"""
+    cross_entropy: CrossEntropy | None = None
+    """the loss: cross-entropy against integer class labels, instead of the mean squared error against a target"""
     timeout: float | None = Field(None, gt=0, le=3600, allow_inf_nan=False)
     """seconds; overrides the run's per-case limit"""
     steps: list[Step] = Field(min_length=1, max_length=1000)
@@ -349,6 +390,28 @@ class Case(_Strict):
         if count > MAX_CASE_INSTANCES:
             raise ValueError(f"matrix and variants make {count} instances; at most {MAX_CASE_INSTANCES} per case")
         return self
+
+    def _loss_fits(self):
+        """A cross-entropy needs class scores (a vector) at the end of every path; an all-padding batch needs
+        padding to be made of (an embedding's padding row, an ignored label)."""
+        ce = self.cross_entropy
+        for i, step in enumerate(self.steps):
+            if ce is not None:
+                out = self.model.shapes(step.path)[-1]
+                if len(out) != 1 or out[0] < 2:
+                    raise ValueError(f"steps.{i}: a cross-entropy takes class scores, a vector of 2 or more; "
+                                     f"the path gives {'x'.join(map(str, out)) or 'an index'}")
+                if isinstance(ce.ignore_index, int) and ce.ignore_index >= out[0]:
+                    raise ValueError(f"ignore_index {ce.ignore_index} is a class of the {out[0]} the path scores: "
+                                     f"a label at or above {out[0]} does not exist")
+                if not step.reduce:
+                    raise ValueError(f"steps.{i}: 'reduce: false' leaves the mean squared error per sample; "
+                                     "a cross-entropy's reduction is its 'reduction'")
+            if step.all_padding:
+                first = self.model.spec(step.path[0])
+                if not (first.padding_idx is not None or (ce is not None and ce.ignored_label() is not None)):
+                    raise ValueError(f"steps.{i}: 'all_padding' needs an embedding with a padding_idx first on "
+                                     f"the path, or a cross-entropy with an ignore_index")
 
     def cost(self) -> tuple[int, int]:
         """(numbers observed over the run: every parameter and statistic before and after each step and
@@ -393,6 +456,7 @@ class Case(_Strict):
                 raise ValueError(f"layer {name!r}: 'momentum' is a BatchNorm setting")
             if layer.eps == "default" and not layer.width:
                 raise ValueError(f"layer {name!r}: 'eps' is a BatchNorm / LayerNorm setting")
+        self._loss_fits()
         if self.optimizer.no_decay_names and self.model.contained:
             raise ValueError("'no_decay_names' with layers in a container: a filter would see the container's "
                              "names (blocks.0.weight), which the reference does not model")
@@ -440,10 +504,12 @@ OPTIMIZER_FIELDS = {"sgd": ("lr", "weight_decay"), "momentum": ("lr", "weight_de
 
 def defaults_of(model: Model, optimizer: Optimizer) -> list[str]:
     """The settings a case leaves to the framework ("default"), named `optimizer.<field>` or
-    `<layer>.<field>`: each one's value is observed and compared with the reference's default."""
+    `<layer>.<field>`, and the dropout rates it writes positionally (`<layer>.rate`): each one's value is
+    observed and compared with the reference's (a bias as true or false, a rate as the fraction measured)."""
     out = [f"optimizer.{f}" for f in OPTIMIZER_FIELDS[optimizer.name] if getattr(optimizer, f) == "default"]
-    return out + [f"{name}.{f}" for name, layer in model.layers.items() if not layer.tie
-                  for f in ("momentum", "eps") if getattr(layer, f) == "default"]
+    out += [f"{name}.{f}" for name, layer in model.layers.items() if not layer.tie
+            for f in ("momentum", "eps", "bias") if getattr(layer, f) == "default"]
+    return out + [f"{name}.rate" for name, layer in model.layers.items() if layer.positional]
 
 
 # What a case may ask beyond the core loop; an adapter lists those it expresses (Runner.features),
@@ -460,7 +526,9 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "clip-norm": "per-variable norm clipping",
             "no-clip": "excluding parameters from clipping",
             "init-default": "layers left to the framework's own initialization",
-            "per-sample-loss": "a backward pass on a loss left per sample (not reduced to a scalar)"}
+            "per-sample-loss": "a backward pass on a loss left per sample (not reduced to a scalar)",
+            "cross-entropy": "a cross-entropy loss against class labels",
+            "positional-args": "layer arguments written positionally"}
 
 
 def features_of(case: Case) -> list[str]:
@@ -476,7 +544,9 @@ def features_of(case: Case) -> list[str]:
             "clip-norm": case.optimizer.clip_norm is not None,
             "no-clip": bool(case.optimizer.no_clip),
             "init-default": any(layer.init == "default" for layer in case.model.layers.values()),
-            "per-sample-loss": any(not s.reduce for s in case.steps)}
+            "per-sample-loss": any(not s.reduce for s in case.steps),
+            "cross-entropy": case.cross_entropy is not None,
+            "positional-args": any(layer.positional for layer in case.model.layers.values())}
     return [f for f in FEATURES if used[f]]
 
 

@@ -23,10 +23,10 @@ class OracleTrainer(ReferenceRunner):
                                             {"api": "trainer"}))
     steps = 0
 
-    def train_step(self, path, x, target, train):
+    def train_step(self, path, x, target, train, loss=None):
         self.steps += 1
         self.clear_grads("default")
-        loss = self.forward(path, x, target, train=train, backward=True)
+        loss = self.forward(path, x, target, train=train, backward=True, loss=loss)
         self.update()
         return loss
 

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from . import OFFERS, graph
-from ..base import Runner, Unavailable, build_layers, hold, loaded, nvidia_driver
-from ...spec import Model, Optimizer, defaults_of, param_names
+from ..base import Runner, Unavailable, build_layers, given_loss, hold, loaded, nvidia_driver
+from ...spec import DROPOUT_PROBE, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 
 
@@ -37,7 +37,7 @@ class TorchRunner(Runner):
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout"})
+                          "dropout", "cross-entropy", "positional-args"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -69,14 +69,14 @@ class TorchRunner(Runner):
 
         def make(name, spec):
             if spec.linear:
-                return torch.nn.Linear(*spec.linear, bias=spec.bias)
+                return torch.nn.Linear(*spec.linear, **_given(bias=spec.bias))
             if spec.conv2d:  # stride 1 (the default), zero padding kernel // 2: the image keeps its size
                 c_in, c_out, k = spec.conv2d
-                return torch.nn.Conv2d(c_in, c_out, k, padding=k // 2, bias=spec.bias)
+                return torch.nn.Conv2d(c_in, c_out, k, padding=k // 2, **_given(bias=spec.bias))
             if spec.embedding:  # dense gradient (sparse=False, the default)
                 return torch.nn.Embedding(*spec.embedding, padding_idx=spec.padding_idx)
-            if spec.dropout:
-                return torch.nn.Dropout(p=spec.dropout)
+            if spec.dropout:  # positional: Dropout(0.1), as ported code writes it
+                return torch.nn.Dropout(spec.dropout) if spec.positional else torch.nn.Dropout(p=spec.dropout)
             if spec.layernorm:  # over the last axis, with weight and bias (elementwise_affine)
                 return torch.nn.LayerNorm(spec.layernorm, **_given(eps=spec.eps))
             norm = torch.nn.BatchNorm2d if name in images else torch.nn.BatchNorm1d
@@ -152,8 +152,14 @@ class TorchRunner(Runner):
         out = {}
         for name in defaults_of(self.model, self.optimizer):
             owner, field = name.split(".")
-            value = self.opt.defaults[field] if owner == "optimizer" else getattr(self.layers[owner], field)
-            out[name] = [float(b) for b in value] if field == "betas" else float(value)
+            if field == "bias":
+                out[name] = self.layers[owner].bias is not None
+            elif field == "rate":  # measured: the fraction of ones the layer zeroes in train mode
+                layer = self.layers[owner]
+                out[name] = float((layer.train()(torch.ones(DROPOUT_PROBE)) == 0).double().mean())
+            else:
+                value = self.opt.defaults[field] if owner == "optimizer" else getattr(self.layers[owner], field)
+                out[name] = [float(b) for b in value] if field == "betas" else float(value)
         return out
 
     def set_trainable(self, names, trainable):
@@ -166,7 +172,7 @@ class TorchRunner(Runner):
     def optimizer_params(self):
         return [self.names.get(id(p), "<unnamed tensor>") for g in self.opt.param_groups for p in g["params"]]
 
-    def forward(self, path, x, target, train, backward, reduce=True):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None):
         self.net.train(train)  # reaches only registered submodules, as in user code
         x = torch.as_tensor(x, device=self.torch_device)
         if self.mode == "graph":
@@ -180,11 +186,18 @@ class TorchRunner(Runner):
                 y = self.layers[name](y)
                 if name in self.model.detach_after:
                     y = y.detach()
-        squared = (y - torch.as_tensor(target, device=self.torch_device)) ** 2
-        loss = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
+        target = torch.as_tensor(target, device=self.torch_device)
+        if loss is not None:  # torch's CrossEntropyLoss always takes logits: it has no from_logits
+            settings = given_loss(loss)
+            settings.pop("from_logits", None)
+            criterion = torch.nn.CrossEntropyLoss(**settings)
+            value = criterion(y, target)
+        else:
+            squared = (y - target) ** 2
+            value = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
         if backward:
-            loss.backward()
-        return float(loss.mean().item())
+            value.backward()
+        return float(value.mean().item())
 
     def clear_grads(self, mode):
         if mode == "default":
@@ -216,4 +229,3 @@ class TorchRunner(Runner):
 
     def trainable(self):
         return {n: isinstance(t, torch.nn.Parameter) and t.requires_grad for n, t in self.tensors.items()}
-
