@@ -197,6 +197,9 @@ def cross_entropy(scores, labels, loss: CrossEntropy) -> tuple[float, np.ndarray
     renormalised, as Keras's backend writes it (log of the clipped scores into a softmax cross-entropy)."""
     n, classes = scores.shape
     kept = labels != loss.ignore_index if loss.ignore_index is not None else np.ones(n, bool)
+    outside = labels[kept][(labels[kept] < 0) | (labels[kept] >= classes)]
+    if outside.size:  # as torch's nll_loss (NumPy would wrap a negative label around)
+        raise IndexError(f"Target {outside[0]} is out of bounds.")
     target = np.zeros_like(scores)
     target[np.flatnonzero(kept), labels[kept]] = 1.0
     target = (1 - loss.label_smoothing) * target + loss.label_smoothing / classes * kept[:, None]

@@ -424,3 +424,28 @@ def test_a_malformed_raised_line_is_a_bad_observation(raised, message):
     with pytest.raises(BadObservation, match=message):
         checked(hostile, case, reference)
     assert checked(reference, case, reference).steps[0].raised.startswith("ValueError: Expected more than 1 value")
+
+
+@pytest.mark.parametrize("instance, name, hostile, message", [
+    ("default-conv-bias[sgd]", "conv.bias", 1, "defaults 'conv.bias' is int, not a bool"),
+    ("dropout-rate-positional[rate-0.1]", "drop.rate", 1.5, "defaults 'drop.rate' is 1.5, not a fraction of the inputs zeroed"),
+    ("dropout-rate-positional[rate-0.1]", "drop.rate", True, "defaults 'drop.rate' is True, not a finite real number"),
+])
+def test_a_malformed_bias_or_rate_is_a_bad_observation(instance, name, hostile, message):
+    from conformance.engine.scenario import BadObservation, checked, observe
+    case = next(i for i in SPEC if i.id == instance).case
+    reference = observe(ReferenceRunner(), case)
+    bad = observe(ReferenceRunner(), case)
+    bad.defaults[name] = hostile
+    with pytest.raises(BadObservation, match=message):
+        checked(bad, case, reference)
+
+
+def test_a_measured_rate_holds_within_its_sampling_error_and_a_bias_must_match():
+    from conformance.engine.verdict import _default_check
+    from conformance.spec import DROPOUT_PROBE
+    spread = 6 * np.sqrt(0.1 * 0.9 / DROPOUT_PROBE)
+    assert _default_check("r", "drop.rate", 0.1 + 0.9 * spread, 0.1).held
+    assert not _default_check("r", "drop.rate", 0.1 + 1.1 * spread, 0.1).held
+    assert not _default_check("r", "drop.rate", 0.9, 0.1).held  # Dropout(0.1) read as the keep probability
+    assert _default_check("b", "conv.bias", True, True).held and not _default_check("b", "conv.bias", False, True).held

@@ -211,3 +211,83 @@ def test_init_default_draws_only_the_layers_that_ask_and_refuses_one_by_one_chec
     runner.build(model, values)
     got = runner.values()
     assert not np.all(got["a.weight"] == 0.5) and np.all(got["b.weight"] == 0.5)
+
+
+# ---------------------------------------------------------------- cross-entropy (spec: a case's cross_entropy)
+def _numeric_grad(f, z, h=1e-6):
+    g = np.zeros_like(z)
+    for i in np.ndindex(z.shape):
+        up, down = z.copy(), z.copy()
+        up[i] += h
+        down[i] -= h
+        g[i] = (f(up) - f(down)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("settings", [{}, {"reduction": "sum"}, {"ignore_index": 1}, {"label_smoothing": 0.2},
+                                      {"label_smoothing": 0.1, "ignore_index": 0, "reduction": "sum"}])
+def test_cross_entropy_gradient_matches_finite_differences(settings):
+    from conformance.spec import CrossEntropy
+    loss = ref.resolve_loss(CrossEntropy(**settings))
+    z = np.random.default_rng(0).normal(size=(5, 3))
+    labels = np.array([0, 1, 2, 1, 1])
+    value, grad = ref.cross_entropy(z, labels, loss)
+    assert np.isfinite(value)
+    assert np.allclose(grad, _numeric_grad(lambda s: ref.cross_entropy(s, labels, loss)[0], z), atol=1e-6)
+
+
+def test_cross_entropy_is_torchs_on_known_numbers():
+    """log-softmax of [0, ln 3] is [ln 1/4, ln 3/4]; the mean skips the ignored sample; smoothing s mixes s / classes in."""
+    from conformance.spec import CrossEntropy
+    z, labels = np.array([[0.0, np.log(3)], [5.0, 1.0]]), np.array([1, -100])
+    value, grad = ref.cross_entropy(z, labels, ref.resolve_loss(CrossEntropy(ignore_index="default")))
+    assert np.isclose(value, -np.log(0.75)) and np.allclose(grad, [[0.25, -0.25], [0, 0]])
+    smoothed, _ = ref.cross_entropy(z[:1], labels[:1], ref.resolve_loss(CrossEntropy(label_smoothing=0.5)))
+    assert np.isclose(smoothed, -(0.75 * np.log(0.75) + 0.25 * np.log(0.25)))
+
+
+def test_an_all_ignored_batch_has_a_nan_mean_and_a_zero_gradient_and_a_zero_sum():
+    from conformance.spec import CrossEntropy
+    z, labels = np.ones((3, 4)), np.zeros(3, dtype=int)
+    value, grad = ref.cross_entropy(z, labels, ref.resolve_loss(CrossEntropy(ignore_index=0)))
+    assert np.isnan(value) and not grad.any()
+    value, grad = ref.cross_entropy(z, labels, ref.resolve_loss(CrossEntropy(ignore_index=0, reduction="sum")))
+    assert value == 0.0 and not grad.any()
+    with pytest.raises(IndexError, match="Target -100 is out of bounds"):  # a label no one ignores
+        ref.cross_entropy(z, labels - 100, ref.resolve_loss(CrossEntropy()))
+
+
+def test_scores_read_as_probabilities_are_clipped_and_renormalised():
+    """ce-default-takes-probabilities: -log(c_y / sum c), c the scores clipped to [1e-7, 1 - 1e-7]; no gradient
+    reaches a clipped score."""
+    from conformance.spec import CrossEntropy
+    loss = ref.resolve_loss(CrossEntropy(from_logits="default"), ["ce-default-takes-probabilities"])
+    assert loss.from_logits is False
+    z, labels = np.array([[0.2, 0.6, -1.0]]), np.array([1])
+    value, grad = ref.cross_entropy(z, labels, loss)
+    assert np.isclose(value, -np.log(0.6 / (0.8 + 1e-7)))
+    assert grad[0, 2] == 0 and np.allclose(grad[0, :2], _numeric_grad(lambda s: ref.cross_entropy(s, labels, loss)[0], z)[0, :2], atol=1e-5)
+
+
+def test_a_bias_left_to_a_default_without_one_is_zero_and_never_trained():
+    model = Model.model_validate({"layers": {"c": {"conv2d": [1, 2, 3], "bias": "default"}, "d": {"linear": [32, 2]}}})
+    rng = np.random.default_rng(0)
+    values = {n: rng.normal(size=s) for n, s in [("c.weight", (2, 1, 3, 3)), ("c.bias", (2,)), ("d.weight", (32, 2)),
+                                                  ("d.bias", (2,))]}
+    with_bias, without = ref.ReferenceRunner(), ref.ReferenceRunner(variants=["conv-default-no-bias"])
+    for runner in (with_bias, without):
+        runner.build(model, values)
+        runner.make_optimizer(ref.Optimizer(name="sgd"))
+        runner.forward(["c", "d"], rng.normal(size=(2, 1, 4, 4)), rng.normal(size=(2, 2)), True, True)
+    assert with_bias.grads()["c.bias"] is not None and with_bias.defaults() == {"c.bias": True}
+    assert without.grads()["c.bias"] is None and not without.values()["c.bias"].any()
+    assert without.defaults() == {"c.bias": False}
+
+
+def test_a_positional_dropout_rate_is_the_keep_probability_only_under_its_variant():
+    model = Model.model_validate({"layers": {"a": {"linear": [2, 2]}, "drop": {"dropout": 0.1, "positional": True}}})
+    for variants, rate in [((), 0.1), (["dropout-positional-is-keep-prob"], 0.9)]:
+        runner = ref.ReferenceRunner(variants=variants)
+        runner.build(model, {"a.weight": np.eye(2), "a.bias": np.zeros(2)})
+        runner.make_optimizer(ref.Optimizer(name="sgd"))
+        assert np.isclose(runner.defaults()["drop.rate"], rate)

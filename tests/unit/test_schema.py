@@ -212,3 +212,27 @@ def test_shipped_spec_is_valid_and_complete():
     topics = {i.topic for i in instances}
     assert topics == set(TOPICS)
     assert instances[0].topic == "seeds"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("{linear: [2, 2]}", "{linear: [2, 2]}\n        n: {layernorm: 2, bias: false}"), "'bias' is a setting of linear and conv2d"),
+    (("{linear: [2, 2]}", "{linear: [2, 2], positional: true}"), "'positional' writes a dropout's rate"),
+    (("optimizer: {name: sgd}", "optimizer: {name: sgd}\n    cross_entropy: {}"), "a cross-entropy takes class scores, a vector of 2"),
+    (("optimizer: {name: sgd}", "optimizer: {name: sgd}\n    cross_entropy: {ignore_index: 2}"),
+     "ignore_index 2 is a class of the 2"),
+    (("- {path: [a]}", "- {path: [a], all_padding: true}"), "'all_padding' needs an embedding with a padding_idx"),
+    (("optimizer: {name: sgd}", "optimizer: {name: sgd}\n    cross_entropy: {label_smoothing: 1.5}"), "label_smoothing"),
+])
+def test_loss_padding_bias_and_positional_settings_are_checked(tmp_path, edit, message):
+    text = GOOD.replace("{linear: [2, 2]}", "{linear: [2, 1]}") if "class scores" in message else GOOD
+    assert message in error_of(tmp_path, text.replace(*edit))
+
+
+def test_a_cross_entropy_case_gets_integer_labels_with_the_ignored_one_first(tmp_path):
+    from conformance.engine.scenario import batch
+    text = GOOD.replace("optimizer: {name: sgd}", "optimizer: {name: sgd}\n    cross_entropy: {ignore_index: default}")
+    (instance,) = load_spec(write_spec(tmp_path, text))
+    x, labels = batch(instance.case, 0, ["a"])
+    assert labels.dtype.kind == "i" and labels[0] == -100 and set(labels[1:]) <= {0, 1}
+    _, labels = batch(instance.case, 0, ["a"], all_padding=True)
+    assert (labels == -100).all()
