@@ -10,9 +10,10 @@ from conformance.spec import load_spec, schedule
 SPEC = {i.id: i for i in load_spec()}
 
 
-def hand_written(instance_id, make_opt, before_step=lambda index, layers, opt: None, clip=None):
-    """The instance's schedule written by hand in torch (Linear layers only): returns its layers'
-    weights after the last step, in the canonical (in, out) layout, for comparison with the adapter."""
+def hand_written(instance_id, make_opt, before_step=lambda index, layers, opt: None, clip=None, criterion=None):
+    """The instance's schedule written by hand in torch (Linear layers only; the loss `criterion`, else the mean
+    squared error): returns its layers' weights after the last step, in the canonical (in, out) layout, for
+    comparison with the adapter."""
     case = SPEC[instance_id].case
     init = initial_values(case)
     layers = {name: torch.nn.Linear(*spec.linear) for name, spec in case.model.layers.items()}
@@ -28,7 +29,7 @@ def hand_written(instance_id, make_opt, before_step=lambda index, layers, opt: N
         y = torch.as_tensor(x)
         for name in step.path:
             y = layers[name](y)
-        ((y - torch.as_tensor(t)) ** 2).mean().backward()
+        (criterion(y, torch.as_tensor(t)) if criterion else ((y - torch.as_tensor(t)) ** 2).mean()).backward()
         if clip:
             clip(layers)
         opt.step()

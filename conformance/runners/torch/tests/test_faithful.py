@@ -37,6 +37,23 @@ def test_default_norm_layers_read_back():
                                           {"ln.eps": torch.nn.LayerNorm(1).eps})
 
 
+@pytest.mark.parametrize("instance_id, criterion", [
+    ("ce-defaults[sgd]", torch.nn.CrossEntropyLoss()),
+    ("ce-label-smoothing[adam]", torch.nn.CrossEntropyLoss(label_smoothing=0.1)),
+    ("ce-ignore-index-sum", torch.nn.CrossEntropyLoss(reduction="sum", ignore_index=0))])
+def test_a_cross_entropy_is_torchs_loss_object_as_written(instance_id, criterion):
+    case = SPEC[instance_id].case
+    opt = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}[case.optimizer.name]
+    assert_adapter_equals(instance_id, hand_written(instance_id, lambda layers: opt(
+        [p for layer in layers.values() for p in layer.parameters()], lr=case.optimizer.lr,
+        weight_decay=case.optimizer.weight_decay), criterion=criterion))
+
+
+def test_a_positional_dropout_rate_is_measured_on_the_built_layer():
+    obs = observe(TorchRunner(), SPEC["dropout-rate-positional[rate-0.1]"].case)
+    assert abs(obs.defaults["drop.rate"] - 0.1) < 0.01
+
+
 # ---------------------------------------------------------------- layer kinds
 def test_layernorm_is_torchs_with_weight_and_bias():
     runner = TorchRunner()
