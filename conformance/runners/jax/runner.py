@@ -46,6 +46,13 @@ channels-last, `x.reshape(len(x), -1)`, so that Linear's kernel rows are permute
 W order. model.train() / model.eval() switch every module of the graph. Layers in a plain list, dict or
 tuple: flax raises at assignment (a Pytree's static attribute holding data), the case's error.
 
+A cross-entropy is optax's, as a flax user writes it: optax.softmax_cross_entropy_with_integer_labels(logits,
+labels) (it takes logits: from_logits true and default alike), reduced by the user with .mean() or .sum();
+with label smoothing, optax.smooth_labels(jax.nn.one_hot(labels, classes), s) into optax.softmax_cross_entropy.
+optax has no default reduction (the loss comes per sample) and no ignore index: such cases are Unsupported.
+A linear or conv2d layer whose bias is left to default is built without use_bias (flax's have one). A
+dropout rate written positionally is nnx.Dropout(0.1, rngs=...); `<layer>.rate` is measured by calling it.
+
 --mode graph (backend label jit) compiles the gradient function and the update with nnx.jit (graph.py).
 """
 from __future__ import annotations
@@ -61,7 +68,7 @@ from flax import nnx
 
 from . import OFFERS, graph
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded, nvidia_driver
-from ...spec import Model, Optimizer, defaults_of, param_names
+from ...spec import DROPOUT_PROBE, CrossEntropy, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 
 ROLES = {"linear": {"weight": "kernel", "bias": "bias"}, "conv2d": {"weight": "kernel", "bias": "bias"},
@@ -98,7 +105,8 @@ class JaxRunner(Runner):
     framework = "jax"
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "lr-schedule", "no-decay", "no-decay-names", "init-default",
-                          "per-sample-loss", "no-clip", "embedding", "conv2d", "dropout"})
+                          "per-sample-loss", "no-clip", "embedding", "conv2d", "dropout", "cross-entropy",
+                          "positional-args"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -130,8 +138,10 @@ class JaxRunner(Runner):
         rngs = nnx.Rngs(0)
 
         def make(name, spec):
-            if spec.dropout:
-                return nnx.Dropout(spec.dropout, rngs=rngs)
+            if spec.dropout:  # positional: Dropout(0.1), as ported code writes it
+                if spec.positional:
+                    return nnx.Dropout(spec.dropout, rngs=rngs)
+                return nnx.Dropout(rate=spec.dropout, rngs=rngs)
             if spec.embedding and spec.padding_idx is not None:
                 raise Unsupported("nnx.Embed has no padding index (no row is kept from the gradient)")
             if spec.init == "default":  # its initializers draw, from the model's Rngs
@@ -142,10 +152,10 @@ class JaxRunner(Runner):
 
         def make_layer(name, spec, rngs):
             if spec.linear:
-                return nnx.Linear(*spec.linear, use_bias=spec.bias, rngs=rngs)
+                return nnx.Linear(*spec.linear, **_given(use_bias=spec.bias), rngs=rngs)
             if spec.conv2d:
                 c_in, c_out, k = spec.conv2d
-                return nnx.Conv(c_in, c_out, (k, k), padding="SAME", use_bias=spec.bias, rngs=rngs)
+                return nnx.Conv(c_in, c_out, (k, k), padding="SAME", **_given(use_bias=spec.bias), rngs=rngs)
             if spec.embedding:
                 return nnx.Embed(*spec.embedding, rngs=rngs)
             if spec.layernorm:
@@ -312,7 +322,11 @@ class JaxRunner(Runner):
                     out[name] = float(signature[{"lr": "learning_rate"}.get(field, field)].default)
             else:
                 layer = self.layers[owner]
-                if field == "momentum":
+                if field == "bias":
+                    out[name] = layer.bias is not None
+                elif field == "rate":  # measured: the fraction of ones the built layer zeroes in train mode
+                    out[name] = float(jnp.mean(layer(jnp.ones(DROPOUT_PROBE), deterministic=False) == 0))
+                elif field == "momentum":
                     out[name] = 1.0 - float(layer.momentum)
                 else:
                     out[name] = float(layer.epsilon)
@@ -323,7 +337,7 @@ class JaxRunner(Runner):
         return [self.names.get(tuple(path), "/".join(map(str, path))) for path, _ in nnx.to_flat_state(state)]
 
     # ------------------------------------------------------------ steps
-    def _loss_fn(self, path, reduce=True):
+    def _loss_fn(self, path, reduce=True, loss: CrossEntropy | None = None):
         flatten = layer_kinds.flatten_before(self.model, path)
         detach = [n in self.model.detach_after for n in path]
 
@@ -334,6 +348,13 @@ class JaxRunner(Runner):
                 x = self._layer(model, name)(x)
                 if detach[i]:
                     x = jax.lax.stop_gradient(x)
+            if loss is not None:  # optax's losses take logits and return one loss per sample
+                if loss.label_smoothing in ("default", 0.0):
+                    per_sample = optax.softmax_cross_entropy_with_integer_labels(x, t)
+                else:
+                    smoothed = optax.smooth_labels(jax.nn.one_hot(t, x.shape[-1]), loss.label_smoothing)
+                    per_sample = optax.softmax_cross_entropy(x, smoothed)
+                return per_sample.mean() if loss.reduction == "mean" else per_sample.sum()
             squared = (x - t) ** 2
             return jnp.mean(squared) if reduce else squared.reshape(squared.shape[0], -1).mean(1)  # per sample
         return loss_fn
@@ -355,14 +376,20 @@ class JaxRunner(Runner):
             return jnp.asarray(np.transpose(x, (0, 2, 3, 1)), jnp.float32)
         return jnp.asarray(x, jnp.int32 if x.dtype.kind in "iu" else jnp.float32)
 
-    def forward(self, path, x, target, train, backward, reduce=True):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None):
+        if loss is not None and loss.reduction == "default":
+            raise Unsupported("optax losses have no default reduction: softmax_cross_entropy_with_integer_labels "
+                              "returns one loss per sample, which the user reduces with .mean() or .sum()")
+        if loss is not None and loss.ignore_index is not None:
+            raise Unsupported("optax losses have no ignore index: softmax_cross_entropy_with_integer_labels takes "
+                              "every label as a class (a user masks the ignored samples by hand)")
         self.net.train() if train else self.net.eval()  # reaches every module of the graph
-        # targets in the model's layout: a path that ends in a conv gives NHWC images
+        # targets in the model's layout: a path that ends in a conv gives NHWC images; class labels as int32
         x, t = self._inputs(path, x), jnp.asarray(np.transpose(target, (0, 2, 3, 1)) if target.ndim == 4 else target,
-                                                  jnp.float32)
-        key = (tuple(path), backward, reduce)
+                                                  jnp.int32 if loss is not None else jnp.float32)
+        key = (tuple(path), backward, reduce, None if loss is None else tuple(loss.model_dump().values()))
         if key not in self.grad_fns:
-            loss_fn = self._loss_fn(path, reduce)
+            loss_fn = self._loss_fn(path, reduce, loss)
             fn = nnx.value_and_grad(loss_fn, argnums=nnx.DiffState(0, self.wrt)) if backward else loss_fn
             self.grad_fns[key] = graph.compiled(fn) if self.graph else fn
         if not backward:

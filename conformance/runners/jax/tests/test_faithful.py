@@ -9,7 +9,8 @@ import optax
 import pytest
 from flax import nnx
 
-from conformance.engine.scenario import initial_values, observe
+from conformance.engine.scenario import batch, initial_values, observe
+from conformance.spec import schedule
 from conformance.runners.jax.runner import JaxRunner
 
 from .common import SPEC, Net, inputs, value
@@ -144,6 +145,44 @@ def test_defaults_are_the_factories_and_the_layers():
     assert obs.defaults["optimizer.weight_decay"] == inspect.signature(optax.adamw).parameters["weight_decay"].default
     obs = observe(JaxRunner(), SPEC["default-layernorm-eps"].case)
     assert obs.defaults["ln.eps"] == nnx.LayerNorm(3, rngs=nnx.Rngs(0)).epsilon == 1e-6
+
+
+def test_bias_and_positional_rate_are_read_from_the_built_layers():
+    """default-linear-bias: nnx.Linear built without use_bias holds one; dropout-rate-positional: nnx.Dropout(0.5)
+    zeroes half of DROPOUT_PROBE ones in train mode (measured)."""
+    assert observe(JaxRunner(), SPEC["default-linear-bias"].case).defaults == {"a.bias": True}
+    rate = observe(JaxRunner(), SPEC["dropout-rate-positional[rate-0.5]"].case).defaults["drop.rate"]
+    assert rate == pytest.approx(0.5, abs=0.01)
+
+
+@pytest.mark.parametrize("instance", ["ce-settings-written-out[sgd]", "ce-reduction-sum[adam]", "ce-label-smoothing[sgd]"])
+def test_cross_entropy_is_optax_on_integer_labels(instance):
+    """A cross-entropy is optax.softmax_cross_entropy_with_integer_labels(logits, labels) reduced by .mean() / .sum(),
+    or with label smoothing optax.smooth_labels(one_hot(labels), s) into optax.softmax_cross_entropy."""
+    case = SPEC[instance].case
+    ce, opt = case.cross_entropy, case.optimizer
+    obs = observe(JaxRunner(), case)
+    model = Net(case, "a", "b")
+    inner = optax.adam(opt.lr) if opt.name == "adam" else optax.sgd(opt.lr)
+    tx = optax.chain(optax.add_decayed_weights(opt.weight_decay), inner) if opt.weight_decay else inner
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+    losses = []
+    for index, step in enumerate(schedule(case)):
+        x, labels = batch(case, index, step.path)
+
+        def loss_fn(m):
+            logits = m.b(m.a(jnp.asarray(x)))
+            if ce.label_smoothing:
+                smoothed = optax.smooth_labels(jax.nn.one_hot(labels, logits.shape[-1]), ce.label_smoothing)
+                per_sample = optax.softmax_cross_entropy(logits, smoothed)
+            else:
+                per_sample = optax.softmax_cross_entropy_with_integer_labels(logits, jnp.asarray(labels))
+            return per_sample.mean() if ce.reduction == "mean" else per_sample.sum()
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        losses.append(float(loss))
+    assert [s.loss for s in obs.steps] == pytest.approx(losses, rel=1e-6)
+    np.testing.assert_allclose(obs.steps[-1].values["a.weight"], value(model.a.kernel), rtol=1e-5, atol=1e-7)
 
 
 def test_lr_change_is_inject_hyperparams():

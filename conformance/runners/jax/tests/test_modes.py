@@ -16,7 +16,8 @@ from .common import SPEC, record
 def test_graph_mode_is_jit_and_agrees_with_eager():
     runner = JaxRunner(mode="graph")
     assert runner.backend == "jit"
-    for instance in ("seed-1-decay-moves-unused-layer[momentum]", "bn-eval-uses-running-stats", "conv-bn-running-stats"):
+    for instance in ("seed-1-decay-moves-unused-layer[momentum]", "bn-eval-uses-running-stats", "conv-bn-running-stats",
+                     "ce-label-smoothing[adam]"):
         eager, graph = observe(JaxRunner(), SPEC[instance].case), observe(JaxRunner(mode="graph"), SPEC[instance].case)
         for a, b in zip(eager.steps, graph.steps):
             for name, v in a.values.items():
@@ -54,6 +55,9 @@ def test_version_is_a_plain_str():
     ("unused-param-grad[none]", "no None gradient"),
     ("default-lr[sgd]", "no default learning rate"),
     ("embedding-padding-row[sgd]", "no padding index"),
+    ("ce-default-reduction[sgd]", "no default reduction"),
+    ("ce-ignore-index-set[sgd]", "no ignore index"),
+    ("ce-all-ignored-batch-default-label", "no ignore index"),
 ])
 def test_what_jax_cannot_express_is_unsupported(instance, why):
     with pytest.raises(Unsupported, match=why):
