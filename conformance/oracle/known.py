@@ -93,10 +93,12 @@ class KnownFile(BaseModel):
 
     @model_validator(mode="after")
     def _once_each(self):
-        names = [v.variant for v in self.variants]
-        twice = sorted({n for n in names if names.count(n) > 1})
+        """A variant is listed once per scope: again only for other runs (a behaviour that one release shows
+        in every run and an older one in its static programs only)."""
+        keys = [(v.variant, repr(sorted(v.scope().items()))) for v in self.variants]
+        twice = sorted({name for name, scope in keys if keys.count((name, scope)) > 1})
         if twice:
-            raise ValueError(f"variant {twice[0]!r} is listed twice")
+            raise ValueError(f"variant {twice[0]!r} is listed twice with the same scope")
         return self
 
 

@@ -189,20 +189,24 @@ def resolve_loss(loss: CrossEntropy, variants=()) -> CrossEntropy:
     return loss.model_copy(update={f: table[f] for f in table if getattr(loss, f) == "default"})
 
 
-def cross_entropy(scores, labels, loss: CrossEntropy) -> tuple[float, np.ndarray]:
+def cross_entropy(scores, labels, loss: CrossEntropy, variants=()) -> tuple[float, np.ndarray]:
     """(loss, its gradient with respect to the scores) of a resolved cross-entropy, as torch's CrossEntropyLoss:
     the smoothed target (1 - s) * one_hot + s / classes; the samples whose label is ignored add nothing, and a
     mean divides by the others (none: the loss is 0/0, NaN, and the gradient zero). Without from_logits the
     scores are read as probabilities (ce-default-takes-probabilities): clipped to [1e-7, 1 - 1e-7] and
-    renormalised, as Keras's backend writes it (log of the clipped scores into a softmax cross-entropy)."""
+    renormalised, as Keras's backend writes it (log of the clipped scores into a softmax cross-entropy).
+    The ce-* variants change which samples are ignored and what a mean divides by."""
     n, classes = scores.shape
-    kept = labels != loss.ignore_index if loss.ignore_index is not None else np.ones(n, bool)
+    smoothing, ignore = loss.label_smoothing, loss.ignore_index
+    if smoothing and "ce-smoothing-drops-ignore-index" in variants:
+        ignore = None  # the smoothed labels are soft labels, which the ignore index does not apply to
+    kept = labels != ignore if ignore is not None else np.ones(n, bool)
     outside = labels[kept][(labels[kept] < 0) | (labels[kept] >= classes)]
     if outside.size:  # as torch's nll_loss (NumPy would wrap a negative label around)
         raise IndexError(f"Target {outside[0]} is out of bounds.")
     target = np.zeros_like(scores)
     target[np.flatnonzero(kept), labels[kept]] = 1.0
-    target = (1 - loss.label_smoothing) * target + loss.label_smoothing / classes * kept[:, None]
+    target = (1 - smoothing) * target + smoothing / classes * kept[:, None]
     if loss.from_logits:
         shifted = scores - scores.max(1, keepdims=True)
         log_p = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
@@ -218,9 +222,16 @@ def cross_entropy(scores, labels, loss: CrossEntropy) -> tuple[float, np.ndarray
     if loss.reduction == "sum":
         return float(per_sample.sum()), d_scores
     count = int(kept.sum())
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(per_sample.sum() / count) if count else float("nan")
-    return value, d_scores / max(count, 1)
+    if ignore is not None and ignore < 0 and "ce-negative-ignore-mean-over-batch" in variants:
+        count = n
+    if smoothing and loss.ignore_index is not None and loss.ignore_index >= 0 \
+            and "ce-smoothing-mean-over-classes" in variants:
+        count = n * classes  # the ignore index counted over the smoothed label's entries, none of which equals it
+    if not count:
+        nan_grad = "ce-all-ignored-nan-grad" in variants  # 1/0 reaches the masked entries: inf * 0
+        return (0.0 if "ce-all-ignored-mean-zero" in variants else float("nan")), \
+            np.full_like(d_scores, np.nan) if nan_grad else np.zeros_like(d_scores)
+    return float(per_sample.sum() / count), d_scores / count
 
 
 # ---------------------------------------------------------------- default initialization ("init: default")
@@ -340,9 +351,11 @@ class ReferenceRunner(Runner):
             layer, role = name.split(".")
             if model.layers[layer].init == "default":
                 self.values_[name] = default_init(model.layers[layer], role, self.values_[name].shape, self.variants, rng)
-        for name, layer in self.model.layers.items():  # a bias its default left out: zero, and no gradient
-            if layer.bias is False and f"{name}.bias" in self.values_:
-                self.values_[f"{name}.bias"] = np.zeros_like(self.values_[f"{name}.bias"])
+        # a bias its default left out: zero, never trained, in no parameter collection
+        self.absent = {f"{name}.bias" for name, layer in self.model.layers.items()
+                       if layer.bias is False and f"{name}.bias" in self.values_}
+        for name in self.absent:
+            self.values_[name] = np.zeros_like(self.values_[name])
         self.grads_ = {k: None for k in self.values_}
         frozen = set()
         for name in model.frozen:
@@ -368,7 +381,8 @@ class ReferenceRunner(Runner):
         return not ("plain-containers-unregistered" in self.variants and name.split(".")[0] in self.unregistered)
 
     def trainable(self):
-        return {k: k not in self.frozen and k.split(".")[1] in ("weight", "bias") for k in self.values_}
+        return {k: k not in self.frozen and k not in self.absent and k.split(".")[1] in ("weight", "bias")
+                for k in self.values_}
 
     def make_optimizer(self, optimizer: Optimizer):
         self.given_opt = optimizer
@@ -377,7 +391,7 @@ class ReferenceRunner(Runner):
         if optimizer.params == "default":
             self.opt_params = self._collection()
         elif optimizer.params == "all":
-            self.opt_params = [k for k in self.values_ if self._registered(k)]
+            self.opt_params = [k for k in self.values_ if self._registered(k) and k not in self.absent]
         else:
             self.opt_params = list(dict.fromkeys(optimizer.params))
         self.state = {}
@@ -389,7 +403,7 @@ class ReferenceRunner(Runner):
         collection: what is frozen now is out."""
         roles = ("weight", "bias", "running_mean", "running_var") if "bn-stats-in-parameters" in self.variants \
             else ("weight", "bias")
-        return [k for k in self.values_ if k.split(".")[1] in roles and self._registered(k)
+        return [k for k in self.values_ if k.split(".")[1] in roles and self._registered(k) and k not in self.absent
                 and not (k in self.frozen and self.variants & {"frozen-still-trained", "default-collection-skips-frozen",
                                                                 "trainable-collection-read-each-step"})]
 
@@ -494,7 +508,8 @@ class ReferenceRunner(Runner):
             if layer in self.model.detach_after:
                 tape.clear()  # nothing before a stop_gradient receives gradient
         if loss is not None:
-            value, d_scores = cross_entropy(y, np.asarray(target, dtype=np.int64), resolve_loss(loss, self.variants))
+            value, d_scores = cross_entropy(y, np.asarray(target, dtype=np.int64), resolve_loss(loss, self.variants),
+                                            self.variants)
         else:
             diff = y - np.asarray(target, dtype=np.float64)
             value = float(np.mean(diff * diff))

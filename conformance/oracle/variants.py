@@ -271,6 +271,26 @@ VARIANTS: dict[str, Variant] = {
         "[1e-7, 1 - 1e-7] and renormalises them instead of applying a softmax, so a model ending in logits "
         "(as a ported torch model does) trains on a different loss, and on none where its scores are negative",
         "a cross-entropy loss takes logits and applies the softmax itself"),
+    "ce-negative-ignore-mean-over-batch": Variant(
+        "a cross-entropy's mean over a batch with samples labelled with a negative ignore index (-100 by default, "
+        "or -1) divides by the whole batch size: the ignored samples count in the mean, so each gradient shrinks "
+        "by the share of ignored samples",
+        "a cross-entropy's mean divides by the number of samples not ignored"),
+    "ce-smoothing-drops-ignore-index": Variant(
+        "with label smoothing the ignore index is not applied: an ignored sample's smoothed label (a uniform "
+        "share, plus the label's mass) trains like any other; a negative ignored label raises",
+        "with label smoothing an ignored sample still adds nothing to the loss"),
+    "ce-smoothing-mean-over-classes": Variant(
+        "with label smoothing and a non-negative ignore index, a cross-entropy's mean divides by batch size times "
+        "the number of classes: the loss and every gradient are that many times smaller",
+        "a cross-entropy's mean divides by the number of samples not ignored"),
+    "ce-all-ignored-mean-zero": Variant(
+        "a cross-entropy's mean over a batch whose samples are all ignored is 0",
+        "a cross-entropy's mean over a batch whose samples are all ignored is 0/0, NaN (the gradient is zero)"),
+    "ce-all-ignored-nan-grad": Variant(
+        "a cross-entropy's mean over a batch whose samples are all ignored is NaN and so is its gradient: one "
+        "update makes every parameter upstream NaN for good",
+        "a cross-entropy's mean over a batch whose samples are all ignored is 0/0, NaN, and its gradient zero"),
     "momentum-default-0.9": Variant(
         "a momentum optimizer built without momentum uses 0.9",
         "a momentum optimizer built without momentum uses 0 (torch SGD's default: plain SGD)"),

@@ -171,8 +171,10 @@ def test_known_file_has_no_patterns_and_lists_a_variant_once(tmp_path):
     with pytest.raises(SpecError, match="unknown key 'variants.0.case'"):
         load_known("fw", tmp_path)
     known_file(tmp_path, {}, {})
-    with pytest.raises(SpecError, match="listed twice"):
+    with pytest.raises(SpecError, match="listed twice with the same scope"):
         load_known("fw", tmp_path)
+    known_file(tmp_path, dict(versions=">=3"), dict(versions="<3"))  # again for other runs
+    assert [v.versions for v in load_known("fw", tmp_path)] == [">=3", "<3"]
 
 
 def test_profile_by_version(tmp_path):

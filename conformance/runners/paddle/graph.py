@@ -9,7 +9,7 @@
     one observation only such a program gives, which parameters its update ops decay (`decayed`).
 
 Both are mixins of PaddleRunner (runner.py). ToStatic uses the runner's layers and model;
-StaticProgram its model, optimizer, static flag, roles, _make_layers and _new_optimizer.
+StaticProgram its model, optimizer, static flag, roles, criterion, _make_layers and _new_optimizer.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import paddle
 
 from ..base import Unsupported, frozen_params
 from ...spec import layers as layer_kinds
-from ...spec import param_names
+from ...spec import DROPOUT_PROBE, param_names
 
 
 class _Path(paddle.nn.Layer):
@@ -169,6 +169,27 @@ def _update_ops(program, names) -> dict[str, set[str]]:
     return found
 
 
+def _raw_grads(program, grads):
+    """The gradients as the backward pass computed them. Paddle 2.6 (ProgramDesc): minimize() adds a coupled
+    L2Decay to a dense gradient in place (a `sum` op writing the gradient's own variable), so that variable
+    holds gradient + decay after the run; each gradient is copied (an assign op) before the first update-side
+    op (role Optimize) that writes it, and the copy is fetched. Paddle 3 (PIR) overwrites no value: as they are."""
+    block = program.global_block()
+    if not block.ops or callable(getattr(block.ops[0], "name", None)):  # PIR
+        return grads
+    optimize = int(paddle.base.core.op_proto_and_checker_maker.OpRole.Optimize)
+    out = []
+    for name, g in grads:
+        at = next((i for i, op in enumerate(block.ops)
+                   if g.name in op.output_arg_names and int(op.attr("op_role")) & optimize), None)
+        if at is not None:
+            raw = block.create_var(name=f"{g.name}@BEFORE_UPDATE", shape=g.shape, dtype=g.dtype)
+            block._insert_op(at, type="assign", inputs={"X": [g]}, outputs={"Out": [raw]}, attrs={"op_role": optimize})
+            g = raw
+        out.append((name, g))
+    return out
+
+
 class StaticProgram:
     """backend "static": Program + Executor.
 
@@ -179,6 +200,8 @@ class StaticProgram:
     every program: the optimizer state is shared too."""
 
     def _var(self, name):
+        if name in self.static_names:  # a bias left to default: paddle named it (linear_0.b_0)
+            return self.static_names[name]
         layer, role = name.split(".")
         return f"{layer}.{role}" if role in ("weight", "bias") else f"{layer}{self.roles[role]}"
 
@@ -222,6 +245,7 @@ class StaticProgram:
         self.static_ops = {}  # parameter -> update / regularization ops of the programs that ran
         self.values0 = {n: np.asarray(v, dtype=np.float32) for n, v in values.items()}
         self.frozen_now = frozen_params(model)  # ParamAttr(trainable=False) of the next programs built
+        self.static_names = {}  # _make_layers: the names paddle gave the biases left to default
 
     def _static_definition(self):
         """The model defined once in a Program without a loss: what its parameters are."""
@@ -229,7 +253,7 @@ class StaticProgram:
         with _static_mode(), paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
             layers, _ = self._make_layers(self.model, self._attrs)
             params = {p.name: p for p in main.global_block().all_parameters()}
-            settings = self.read_defaults(self.model, self.optimizer, layers, self._new_optimizer(None))
+            settings = self.read_defaults(self.model, self.optimizer, layers, self._new_optimizer(None), self._static_rate)
             names = {self._var(n): n for n in param_names(self.model)}
             trainable = {names[v]: not p.stop_gradient for v, p in params.items()}
             if self.optimizer.params == "default":
@@ -241,6 +265,15 @@ class StaticProgram:
             else:
                 held = list(self.optimizer.params)
         return trainable, held, settings
+
+    def _static_rate(self, layer) -> float:
+        """The fraction of DROPOUT_PROBE ones the dropout layer zeroes in a train-mode program of its own."""
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, startup):
+            layer.train()
+            y = layer(paddle.ones([DROPOUT_PROBE]))
+        out = paddle.static.Executor(self.place).run(main, fetch_list=[y], scope=paddle.static.Scope())
+        return float((np.asarray(out[0]) == 0).mean())
 
     @property
     def static_trainable(self):
@@ -254,7 +287,7 @@ class StaticProgram:
             self.definition = self._static_definition()
         return self.definition[1]
 
-    def _static_program(self, path, train, backward, shape, reduce=True):
+    def _static_program(self, path, train, backward, shape, reduce=True, ce=None):
         key = (tuple(path), train, backward, frozenset(self.frozen_now), reduce)
         if key in self.programs:
             return self.programs[key]
@@ -265,15 +298,19 @@ class StaticProgram:
             # an embedding path's input is int64 row indices; the batch dimension is left open (None), as
             # Fluid users declare it, so that one program takes every batch size of the schedule
             x = paddle.static.data("x", [None, *shape[0][1:]], "int64" if self.model.spec(path[0]).embedding else "float32")
-            t = paddle.static.data("t", [None, *shape[1][1:]], "float32")
+            # the target: int64 class labels under a cross-entropy
+            t = paddle.static.data("t", [None, *shape[1][1:]], "float32" if ce is None else "int64")
             y, flatten = x, layer_kinds.flatten_before(self.model, path)
             for i, name in enumerate(path):
                 # what a user writes before a Linear that takes an image: paddle.flatten(x, 1), channels first
                 y = layers[name](paddle.flatten(y, 1) if i in flatten else y)
                 if name in self.model.detach_after:
                     y = y.detach()
-            squared = (y - t) ** 2
-            loss = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
+            if ce is not None:  # the loss object built in the program, as a Fluid user writes it
+                loss = self.criterion(ce)(y, t)
+            else:
+                squared = (y - t) ** 2
+                loss = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
             params_grads = []
             if backward:
                 params = {p.name: p for p in main.global_block().all_parameters()}
@@ -290,7 +327,7 @@ class StaticProgram:
                 opt = self._new_optimizer(chosen, no_decay)
                 _, params_grads = opt.minimize(loss)
         names = {self._var(n): n for n in param_names(self.model)}
-        grads = [(names[p.name], g) for p, g in params_grads]
+        grads = _raw_grads(main, [(names[p.name], g) for p, g in params_grads])
         program = (main, loss, grads, _update_ops(main, names))
         # initialise what this program adds (optimizer accumulators) without resetting what an
         # earlier program of the case already holds: run its startup in a scratch scope, copy the new
@@ -309,13 +346,13 @@ class StaticProgram:
     # A step with backward runs the program minimize() built: forward, backward and update in one
     # Executor.run, gradients fetched before the update ops. The engine then asks for the update,
     # which has happened; a backward step the engine does not update is refused when it reads on.
-    def _static_forward(self, path, x, target, train, backward, reduce=True):
+    def _static_forward(self, path, x, target, train, backward, reduce=True, loss=None):
         if self.pending_update:
             raise Unsupported("a static program runs minimize()'s update with its backward: no backward without update")
         if backward and self.grads_live:
             raise Unsupported("a static program recomputes gradients each run: they cannot accumulate")
         with _static_mode():
-            main, loss, grads, ops = self._static_program(path, train, backward, (x.shape, target.shape), reduce)
+            main, loss, grads, ops = self._static_program(path, train, backward, (x.shape, target.shape), reduce, loss)
             out = paddle.static.Executor(self.place).run(
                 main, feed={"x": x, "t": target}, fetch_list=[loss] + [g for _, g in grads], scope=self.scope)
         self.static_grads = {n: np.asarray(g).astype(np.float64) for (n, _), g in zip(grads, out[1:])}

@@ -30,8 +30,8 @@ with warnings.catch_warnings():  # paddle warns at import about ccache; not ours
 warnings.filterwarnings("ignore", message="When training, we now always track global mean and variance")
 
 from . import OFFERS
-from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded
-from ...spec import Model, Optimizer, defaults_of, param_names
+from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded
+from ...spec import DROPOUT_PROBE, CrossEntropy, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 from .graph import StaticProgram, ToStatic
 from .trainer import HapiTrainer
@@ -46,15 +46,37 @@ class _Net(paddle.nn.Layer):
 
 
 
-def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt) -> dict[str, object]:
+def criterion(loss: CrossEntropy):
+    """The paddle loss object a user writes for the case's cross-entropy: paddle.nn.CrossEntropyLoss with the
+    settings the case writes out (paddle's from_logits is use_softmax), the others left out."""
+    kw = {"use_softmax" if k == "from_logits" else k: v for k, v in given_loss(loss).items()}
+    return paddle.nn.CrossEntropyLoss(**kw)
+
+
+def dropout_rate(layer) -> float:
+    """Dygraph: the fraction of DROPOUT_PROBE ones the dropout layer zeroes when called in train mode."""
+    was = layer.training
+    layer.train()
+    zeroed = float((layer(paddle.ones([DROPOUT_PROBE])) == 0).astype("float64").mean())
+    layer.training = was
+    return zeroed
+
+
+def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt, rate=dropout_rate) -> dict[str, object]:
     """What the built layers and optimizer hold for each setting left to "default", in the spec's
-    convention (BatchNorm momentum: the new batch's weight, 1 - paddle's momentum)."""
+    convention (BatchNorm momentum: the new batch's weight, 1 - paddle's momentum; a bias: whether the layer
+    holds one); a positional dropout's `rate`, measured by `rate(layer)`."""
     out = {}
     for name in defaults_of(model, optimizer):
         owner, field = name.split(".")
         if owner != "optimizer":
             layer = layers[owner]
-            out[name] = 1.0 - float(layer._momentum) if field == "momentum" else float(layer._epsilon)
+            if field == "bias":
+                out[name] = layer.bias is not None
+            elif field == "rate":
+                out[name] = rate(layer)
+            else:
+                out[name] = 1.0 - float(layer._momentum) if field == "momentum" else float(layer._epsilon)
         elif field == "lr":
             out[name] = float(opt._learning_rate)
         elif field == "weight_decay":
@@ -78,8 +100,9 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout"})
+                          "dropout", "cross-entropy", "positional-args"})
     read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
+    criterion = staticmethod(criterion)  # graph.py builds it in a program, trainer.py hands it to hapi
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
     # n_mean / n_variance in a static program (graph.py)
     roles = {"weight": "weight", "bias": "bias", "running_mean": "_mean", "running_var": "_variance"}
@@ -115,17 +138,18 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
 
         def make(name, spec):
             a = (lambda role: None) if attrs is None else functools.partial(attrs, name)
+            # bias "default": bias_attr left out (a static program then names the bias itself: _static_names)
+            bias = {} if spec.bias == "default" else {"bias_attr": a("bias") if spec.bias else False}
             if spec.linear:
-                return paddle.nn.Linear(*spec.linear, weight_attr=a("weight"),
-                                        bias_attr=(a("bias") if spec.bias else False))
+                return paddle.nn.Linear(*spec.linear, weight_attr=a("weight"), **bias)
             if spec.conv2d:  # NCHW input, weight (out, in, kh, kw): the canonical layout
                 c_in, c_out, k = spec.conv2d
-                return paddle.nn.Conv2D(c_in, c_out, k, stride=1, padding=k // 2, weight_attr=a("weight"),
-                                        bias_attr=(a("bias") if spec.bias else False))
+                return paddle.nn.Conv2D(c_in, c_out, k, stride=1, padding=k // 2, weight_attr=a("weight"), **bias)
             if spec.embedding:  # the default constructor: sparse=False, a dense gradient
                 return paddle.nn.Embedding(*spec.embedding, padding_idx=spec.padding_idx, weight_attr=a("weight"))
             if spec.dropout:  # mode "upscale_in_train" by default: the reference's scaling
-                return paddle.nn.Dropout(p=spec.dropout)
+                # positional: Dropout(0.1), as ported code writes it
+                return paddle.nn.Dropout(spec.dropout) if spec.positional else paddle.nn.Dropout(p=spec.dropout)
             kw = {} if spec.eps == "default" else {"epsilon": spec.eps}  # "default": left out
             if spec.layernorm:
                 return paddle.nn.LayerNorm(spec.layernorm, weight_attr=a("weight"), bias_attr=a("bias"), **kw)
@@ -139,6 +163,9 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
                         name=None if attrs is None else name, **kw)
 
         layers = build_layers(model, make)  # a tie is the same Layer object
+        if attrs is not None:  # the name paddle gave each bias left to default (deterministic under a unique_name.guard)
+            self.static_names = {f"{n}.bias": layers[n].bias.name for n, spec in model.layers.items()
+                                 if spec.bias == "default" and not spec.tie and layers[n].bias is not None}
         attributes, container = hold(model, layers, paddle.nn.LayerList, paddle.nn.LayerDict)
         net = _Net()
         for name, layer in attributes.items():
@@ -155,7 +182,12 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
         self.layers, self.net = self._make_layers(model)
         self.tensors = {name: getattr(self.layers[name.split(".")[0]], self.roles[name.split(".")[1]])
                         for name in param_names(model)}
+        # a bias its default left out: a zero bias without gradient (values, grads), not trainable
+        self.absent = {n: np.zeros_like(values[n], dtype=np.float64) for n, t in self.tensors.items() if t is None}
+        self.tensors = {n: t for n, t in self.tensors.items() if t is not None}
         for name, value in loaded(model, values).items():
+            if name in self.absent:
+                continue
             self.tensors[name].set_value(np.asarray(value, dtype=np.float32))
         self.set_trainable(model.frozen, False)
         self.names = {id(t): n for n, t in self.tensors.items()}
@@ -261,22 +293,25 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
                 y = y.detach()
         return y
 
-    def forward(self, path, x, target, train, backward, reduce=True):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None):
         if self.static:
-            return self._static_forward(path, x, target, train, backward, reduce)
+            return self._static_forward(path, x, target, train, backward, reduce, loss)
         if self.api == "trainer":
-            return self._trainer_forward(path, x, target, train)
+            return self._trainer_forward(path, x, target, train, loss)
         if train:
             self.net.train()  # reaches only registered sublayers, as in user code
         else:
             self.net.eval()
         y = paddle.to_tensor(x)
         y = self._compiled_path(path, y) if self.mode == "graph" else self._run_path(path, y)
-        squared = (y - paddle.to_tensor(target)) ** 2
-        loss = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
+        if loss is not None:  # class scores against int64 labels
+            value = criterion(loss)(y, paddle.to_tensor(target))
+        else:
+            squared = (y - paddle.to_tensor(target)) ** 2
+            value = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
         if backward:
-            loss.backward()
-        return float(loss.mean().item())
+            value.backward()
+        return float(value.mean().item())
 
     def clear_grads(self, mode):
         if self.static:
@@ -295,15 +330,16 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     def grads(self):
         if self.static:
             return {n: self.static_grads.get(n) for n in param_names(self.model)}
-        return {n: None if t.grad is None else t.grad.numpy().astype(np.float64)
-                for n, t in self.tensors.items()}
+        return {n: None if n in self.absent or self.tensors[n].grad is None
+                else self.tensors[n].grad.numpy().astype(np.float64) for n in param_names(self.model)}
 
     def values(self):
         if self.static:
             return self._static_values()
-        return {n: t.numpy().astype(np.float64) for n, t in self.tensors.items()}
+        return {n: self.absent[n] if n in self.absent else self.tensors[n].numpy().astype(np.float64)
+                for n in param_names(self.model)}
 
     def trainable(self):
         if self.static:
             return dict(self.static_trainable)
-        return {n: bool(t.trainable) for n, t in self.tensors.items()}
+        return {n: n not in self.absent and bool(self.tensors[n].trainable) for n in param_names(self.model)}

@@ -1,6 +1,7 @@
 """Paddle's own trainer for the paddle adapter (--api trainer): hapi's Model,
 
     model = paddle.Model(net); model.prepare(optimizer, loss=paddle.nn.MSELoss())
+    (or loss=paddle.nn.CrossEntropyLoss(...) for a case's cross-entropy)
 
 and one `train_batch` per step (a forward-only step is `eval_batch`). hapi's Model is dygraph only,
 so the adapter runs it in eager mode only (runner.py refuses --mode graph with it).
@@ -21,26 +22,27 @@ from ..base import Unsupported
 
 
 class HapiTrainer:
-    def _prepare_trainer(self, path):
+    def _prepare_trainer(self, path, loss=None):
         if self.hapi is None:
             self.hapi = paddle.Model(self.net)
-            self.hapi.prepare(optimizer=self.opt, loss=paddle.nn.MSELoss())  # mean((y - t) ** 2)
+            # mean((y - t) ** 2), or the case's cross-entropy: paddle.nn.CrossEntropyLoss (runner.criterion)
+            self.hapi.prepare(optimizer=self.opt, loss=paddle.nn.MSELoss() if loss is None else self.criterion(loss))
         # the one network the trainer holds runs this step's path
         self.net.run_path = functools.partial(self._run_path, path)
 
-    def _trainer_forward(self, path, x, target, train):
+    def _trainer_forward(self, path, x, target, train, loss=None):
         # only a step without backward and update gets here; the trainer's own forward is eval_batch
         if train:
             raise Unsupported("hapi Model has no train-mode forward without backward (train_batch always updates)")
-        self._prepare_trainer(path)
+        self._prepare_trainer(path, loss)
         return float(np.asarray(self.hapi.eval_batch([x], [target])[0]).item())
 
-    def train_step(self, path, x, target, train):
+    def train_step(self, path, x, target, train, loss=None):
         if isinstance(self.opt._parameter_list[0], dict):  # runner.py: no_decay outside AdamW
             raise Unsupported("hapi's train_batch calls Optimizer.minimize(), which takes no parameter groups")
         if not train:
             raise Unsupported("hapi Model.train_batch always switches the network to train mode")
-        self._prepare_trainer(path)
+        self._prepare_trainer(path, loss)
         # train_batch: network.train(), forward, loss.backward(), optimizer.minimize(loss),
         # network.clear_gradients() (set_to_zero=True); it returns the loss of the forward pass
         losses = self.hapi.train_batch([x], [target])

@@ -151,6 +151,47 @@ def test_dropout_is_the_identity_in_eval_only(mode):
     assert len(evals) == 1 and evals.isdisjoint(trains)
 
 
+@pytest.mark.parametrize("instance_id, written", [
+    ("ce-settings-written-out[sgd]", {"reduction": "mean", "use_softmax": True, "label_smoothing": 0.0}),
+    ("ce-defaults[sgd]", {}),
+    ("ce-label-smoothing-ignore[sgd]", {"reduction": "mean", "use_softmax": True, "ignore_index": 0,
+                                        "label_smoothing": 0.1})])
+def test_cross_entropy_is_paddles(instance_id, written):
+    """The case's cross-entropy through the adapter equals paddle.nn.CrossEntropyLoss written by hand with the
+    settings the case writes out (from_logits is use_softmax) and nothing else, on the int64 labels."""
+    case = SPEC[instance_id].case
+    obs = observe(PaddleRunner(), case)
+    a, b = paddle.nn.Linear(4, 5), paddle.nn.Linear(5, 3)
+    init = initial_values(case)
+    _set(a, init, "a")
+    _set(b, init, "b")
+    decay = {} if case.optimizer.weight_decay == 0 else {"weight_decay": case.optimizer.weight_decay}
+    opt = paddle.optimizer.SGD(case.optimizer.lr, parameters=a.parameters() + b.parameters(), **decay)
+    criterion = paddle.nn.CrossEntropyLoss(**written)
+    for index, step in enumerate(obs.steps):
+        opt.clear_grad()
+        x, labels = batch(case, index, ["a", "b"])
+        assert labels.dtype == np.int64
+        loss = criterion(b(a(paddle.to_tensor(x))), paddle.to_tensor(labels))
+        loss.backward()
+        assert step.loss == float(loss.item())
+        np.testing.assert_array_equal(step.grads["a.weight"], a.weight.grad.numpy())
+        opt.step()
+    np.testing.assert_array_equal(obs.steps[-1].values["b.weight"], b.weight.numpy())
+
+
+def test_bias_left_to_default_and_positional_rate_are_read_from_the_built_layers():
+    """bias: default leaves bias_attr out (paddle's layers then hold a bias: True); a positional Dropout(0.5)'s
+    rate is measured on the built layer (about half of DROPOUT_PROBE ones zeroed), in dygraph and in a Program."""
+    for mode in ({}, {"mode": "graph", "backend": "static"}):
+        runner, _ = started(PaddleRunner(**mode), "default-linear-bias")
+        assert runner.defaults() == {"a.bias": True}
+        runner, _ = started(PaddleRunner(**mode), "dropout-rate-positional[rate-0.5]")
+        assert runner.defaults()["drop.rate"] == pytest.approx(0.5, abs=0.01)
+    runner, _ = started(PaddleRunner(), "dropout-rate-positional[rate-0.1]")
+    assert runner.layers["drop"].p == 0.1 and runner.defaults()["drop.rate"] == pytest.approx(0.1, abs=0.01)
+
+
 def test_layer_level_freeze_of_a_batchnorm():
     """frozen-bn-stats-move[layer]: the adapter freezes the layer with requires_grad_(False) (Paddle 3;
     in 2.6 the same loop over its parameters()); its statistics still move, its weight does not."""
@@ -193,6 +234,9 @@ def test_defaults_read_back_are_the_constructors(instance_id):
             else:
                 want = _signature_default(cls, PADDLE_ARG[field])
                 want = 0.0 if want is None else want  # weight_decay=None: no regularizer
+        elif field == "bias":  # bias_attr=None makes a bias, bias_attr=False none
+            layer = case.model.layers[owner]
+            want = _signature_default(paddle.nn.Linear if layer.linear else paddle.nn.Conv2D, "bias_attr") is not False
         elif case.model.layers[owner].batchnorm:
             want = _signature_default(paddle.nn.BatchNorm1D, "momentum" if field == "momentum" else "epsilon")
             want = 1.0 - want if field == "momentum" else want  # the new batch's weight
