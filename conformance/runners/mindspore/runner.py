@@ -41,7 +41,10 @@ ops.clip_by_norm on each gradient tensor alone (on a tuple it would clip by the 
 leaves those gradients out of either clipping and out of the global norm.
 
 Layers. conv2d is nn.Conv2d(in, out, k, pad_mode="pad", padding=k // 2, has_bias=...): its
-default pad_mode is 'same' and has_bias False, so both are passed; its weight is OIHW, the canonical
+default pad_mode is 'same', so it is passed, and has_bias is passed unless the case leaves the bias to
+the default (`bias: default`: has_bias left out of nn.Dense and nn.Conv2d alike; nn.Conv2d then has
+none, a layer without a bias reads as a zero bias with a None gradient, never loaded nor in the
+optimizer, and defaults() reports whether the built Cell holds one); its weight is OIHW, the canonical
 layout, exchanged as is. A batchnorm that takes images is nn.BatchNorm2d (it refuses 2-D input, and
 BatchNorm1d 4-D), as spec/layers.py image_batchnorms says (the spec refuses a path that feeds it the
 other rank). nn.Dense after an image gets it flattened channels-first (ops.flatten in the step's
@@ -49,7 +52,14 @@ construct, where a user's nn.Flatten() sits). embedding is nn.Embedding(rows, di
 only when the case sets one; its table (`embedding_table`) is the canonical weight, looked up with
 the batch's int64 indices; its gradient comes back dense, as value_and_grad returns it. dropout is
 nn.Dropout(p=rate) (keep_prob is the old argument), switched by the same set_train as BatchNorm: one
-in a plain list is not reached by it and stays in its initial eval state.
+in a plain list is not reached by it and stays in its initial eval state. A rate written positionally
+is nn.Dropout(rate), as code ported from torch writes it (the first parameter is keep_prob); defaults()
+measures `<layer>.rate` by calling the Cell in train mode on DROPOUT_PROBE ones.
+
+A case's cross_entropy is the user's loss_fn = nn.CrossEntropyLoss(...), made once per case, with the
+settings the case writes out (reduction, ignore_index, label_smoothing; "default" ones left out; it has
+no from_logits: it always takes logits), called on the model's output and the labels as int32 (its
+examples' dtype) in forward_fn, and handed to nn.WithLossCell in the trainer in place of nn.MSELoss().
 
 --mode graph (backend label GRAPH_MODE) runs the same code under ms.set_context(mode=ms.GRAPH_MODE),
 as the seed-3 report does. There value_and_grad returns a @jit function: forward and backward are
@@ -78,8 +88,8 @@ import mindspore as ms
 from mindspore import nn, ops
 
 from . import OFFERS
-from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded
-from ...spec import Model, Optimizer, defaults_of, param_names
+from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded
+from ...spec import DROPOUT_PROBE, CrossEntropy, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 from .graph import compiled_update, keep_ir_out_of_cwd
 from .trainer import one_step_cell
@@ -138,7 +148,7 @@ class MindSporeRunner(Runner):
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout"})
+                          "dropout", "cross-entropy", "positional-args"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -162,16 +172,18 @@ class MindSporeRunner(Runner):
         images = layer_kinds.image_batchnorms(model)
 
         def make(name, spec):
+            # a bias left to "default" leaves has_bias out: nn.Dense has one, nn.Conv2d none
+            bias = {} if spec.bias == "default" else {"has_bias": spec.bias}
             if spec.linear:
-                return nn.Dense(*spec.linear, has_bias=spec.bias)
-            if spec.conv2d:  # nn.Conv2d pads 'same' without a bias unless told: both passed explicitly
+                return nn.Dense(*spec.linear, **bias)
+            if spec.conv2d:  # nn.Conv2d pads 'same' unless told: pad_mode passed explicitly
                 c_in, c_out, k = spec.conv2d
-                return nn.Conv2d(c_in, c_out, k, stride=1, pad_mode="pad", padding=k // 2, has_bias=spec.bias)
+                return nn.Conv2d(c_in, c_out, k, stride=1, pad_mode="pad", padding=k // 2, **bias)
             if spec.embedding:  # padding_idx only when the case sets one, as a user who needs one
                 padding = {} if spec.padding_idx is None else {"padding_idx": spec.padding_idx}
                 return nn.Embedding(*spec.embedding, **padding)
-            if spec.dropout:
-                return nn.Dropout(p=spec.dropout)
+            if spec.dropout:  # positional: nn.Dropout(0.1), as code ported from torch writes it
+                return nn.Dropout(spec.dropout) if spec.positional else nn.Dropout(p=spec.dropout)
             # a "default" setting is left out of the constructor, as a user who does not set it
             if spec.layernorm:
                 eps = {} if spec.eps == "default" else {"epsilon": spec.eps}
@@ -195,10 +207,12 @@ class MindSporeRunner(Runner):
             cell = layers[layer]
             spec = model.layers[layer]
             attr = role if spec.linear or spec.conv2d else "embedding_table" if spec.embedding else ROLES[role]
-            self.params[name] = getattr(cell, attr)
+            self.params[name] = getattr(cell, attr)  # None: a layer built without a bias (has_bias left out)
         for name, value in loaded(model, values).items():
-            self.params[name].set_data(ms.Tensor(self._to_ms(name, value)))
-        self.names = {id(p): n for n, p in self.params.items()}
+            if self.params[name] is not None:
+                self.params[name].set_data(ms.Tensor(self._to_ms(name, value)))
+        self.names = {id(p): n for n, p in self.params.items() if p is not None}
+        self.criterion = None  # the cross-entropy loss Cell, made once per case (its first step)
         self.models = {}
         self.acc = None  # the gradient tuple the next optimizer(grads) gets
         self._set_requires_grad(model.frozen, False)
@@ -209,10 +223,12 @@ class MindSporeRunner(Runner):
         BatchNorm statistics are never trainable), a `layer.param` name on that Parameter."""
         for name in names:
             if name in self.model.layers:
-                targets = [f"{name}.{role}" for role in ("weight", "bias") if f"{name}.{role}" in self.params]
+                targets = [f"{name}.{role}" for role in ("weight", "bias") if self.params.get(f"{name}.{role}") is not None]
             else:
                 targets = [name]
             for target in targets:
+                if self.params[target] is None:
+                    raise Unsupported(f"{target}: the layer was built without a bias (has_bias left out)")
                 self.params[target].requires_grad = trainable
 
     def set_trainable(self, names, trainable):
@@ -232,6 +248,9 @@ class MindSporeRunner(Runner):
         elif optimizer.params == "all":
             params = self.net.get_parameters()  # BatchNorm moving statistics included
         else:
+            absent = [n for n in optimizer.params if self.params[n] is None]
+            if absent:
+                raise Unsupported(f"{absent[0]}: the layer was built without a bias (has_bias left out)")
             params = [self.params[n] for n in optimizer.params]
         params = list(params)
         self.opt_spec = optimizer
@@ -296,10 +315,18 @@ class MindSporeRunner(Runner):
 
     def defaults(self):
         """Read from the built objects. nn.BatchNorm1d's constructor takes the old statistic's weight
-        and stores 1 - momentum in its `momentum` attribute: the new batch's weight, the spec's convention."""
+        and stores 1 - momentum in its `momentum` attribute: the new batch's weight, the spec's convention.
+        `<layer>.bias`: whether the built nn.Dense / nn.Conv2d holds a bias Parameter. `<layer>.rate`:
+        measured, the fraction of DROPOUT_PROBE ones the dropout Cell zeroes in train mode (its mode put back)."""
         out = {}
         for name in defaults_of(self.model, self.opt_spec):
             owner, field = name.split(".")
+            if field == "bias":
+                out[name] = self.layers[owner].bias is not None
+                continue
+            if field == "rate":
+                out[name] = self._zeroed(self.layers[owner])
+                continue
             if owner == "optimizer":
                 read = {"lr": lambda o: o.learning_rate, "weight_decay": lambda o: o.weight_decay,
                         "momentum": lambda o: o.momentum, "betas": lambda o: (o.beta1, o.beta2),
@@ -310,6 +337,17 @@ class MindSporeRunner(Runner):
                 value = getattr(cell, "epsilon" if field == "eps" and self.model.layers[owner].layernorm else field)
             out[name] = [_scalar(v) for v in value] if field == "betas" else _scalar(value)
         return out
+
+    @staticmethod
+    def _zeroed(layer) -> float:
+        """The fraction of DROPOUT_PROBE ones `layer` zeroes when called in train mode."""
+        mode = layer.training
+        layer.set_train(True)
+        try:
+            y = layer(ops.ones(DROPOUT_PROBE, ms.float32)).asnumpy()
+        finally:
+            layer.set_train(mode)
+        return float((y == 0).mean())
 
     def optimizer_params(self):
         return [self.names.get(id(p), f"<{p.name}>") for p in self.opt.parameters]
@@ -325,8 +363,23 @@ class MindSporeRunner(Runner):
                                        [i in flatten for i in range(len(path))])
         return self.models[key]
 
-    def _forward_fn(self, path, reduce=True):
+    def _criterion(self, loss: CrossEntropy):
+        """nn.CrossEntropyLoss as the user builds it, once: the settings the case writes out, those left to
+        "default" left out. It always takes logits (it has no from_logits: true and default pass nothing)."""
+        if self.criterion is None:
+            settings = given_loss(loss)
+            settings.pop("from_logits", None)
+            self.criterion = nn.CrossEntropyLoss(**settings)
+        return self.criterion
+
+    def _forward_fn(self, path, reduce=True, loss=None):
         model = self._model(path)
+        if loss is not None:
+            criterion = self._criterion(loss)
+
+            def ce_fn(x, t):  # the tutorials' forward_fn with the user's loss_fn = nn.CrossEntropyLoss(...)
+                return criterion(model(x), t)
+            return ce_fn
 
         def forward_fn(x, t):  # the tutorials' forward_fn: the model, then the loss
             return ((model(x) - t) ** 2).mean()
@@ -336,16 +389,22 @@ class MindSporeRunner(Runner):
             return squared.reshape(squared.shape[0], -1).mean(1)
         return forward_fn if reduce else per_sample_fn
 
-    def forward(self, path, x, target, train, backward, reduce=True):
+    @staticmethod
+    def _target(target, loss):
+        """The target Tensor: float32, or a cross-entropy's labels as int32, what nn.CrossEntropyLoss takes
+        (its examples' dtype; the labels are small class indices and the ignored label)."""
+        return ms.Tensor(target.astype(np.int32) if loss is not None else target)
+
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None):
         # reaches the Cells the net registered, no others, as net.set_train() does in user code; a
         # graph already compiled from a plain function (value_and_grad's) is not recompiled by it
         self._model(path).set_train(train)
-        x, t = ms.Tensor(x), ms.Tensor(target)  # int64 row indices for an embedding path
+        x, t = ms.Tensor(x), self._target(target, loss)  # int64 row indices for an embedding path
         key = (tuple(path), reduce)
         if not backward:  # the tutorials' eval: call the model Cell (in GRAPH_MODE, compiled per phase)
-            return float(self._forward_fn(path, reduce)(x, t).asnumpy().mean())
+            return float(self._forward_fn(path, reduce, loss)(x, t).asnumpy().mean())
         if key not in self.grad_fns:
-            self.grad_fns[key] = ms.value_and_grad(self._forward_fn(path, reduce), None, self.opt.parameters)
+            self.grad_fns[key] = ms.value_and_grad(self._forward_fn(path, reduce, loss), None, self.opt.parameters)
         loss, grads = first_line(self.grad_fns[key], x, t)
         # no clear since the last grads: accumulate by adding the returned tuples (the documented way)
         self.acc = grads if self.acc is None else tuple(a + g for a, g in zip(self.acc, grads))
@@ -366,14 +425,15 @@ class MindSporeRunner(Runner):
                               "gradient tuple to hand optimizer(grads)")
         first_line(self.apply, self.acc)
 
-    def train_step(self, path, x, target, train):
+    def train_step(self, path, x, target, train, loss=None):
         key = tuple(path)
-        if key not in self.trainers:  # made once per path, as the model Cell is
+        if key not in self.trainers:  # made once per path, as the model Cell is; the loss Cell once per case
             self.trainers[key] = one_step_cell(self._model(path), self.opt,
-                                               self.clip is not None or self.clip_norm is not None)
+                                               self.clip is not None or self.clip_norm is not None,
+                                               None if loss is None else self._criterion(loss))
         trainer = self.trainers[key]
         trainer.set_train(train)  # Model.train calls set_train() on it; an eval step asks for set_train(False)
-        return float(first_line(trainer, ms.Tensor(x), ms.Tensor(target)).asnumpy())
+        return float(first_line(trainer, ms.Tensor(x), self._target(target, loss)).asnumpy())
 
     # ------------------------------------------------------------ reading back
     def _numpy(self, name, tensor):
@@ -390,7 +450,11 @@ class MindSporeRunner(Runner):
         return out
 
     def values(self):
-        return {n: self._numpy(n, p) for n, p in self.params.items()}
+        """A layer built without a bias reads as a zero bias (of its out features)."""
+        return {n: self._absent(n) if p is None else self._numpy(n, p) for n, p in self.params.items()}
+
+    def _absent(self, name):
+        return np.zeros(self.model.layers[name.split(".")[0]].out_features())
 
     def trainable(self):
-        return {n: bool(p.requires_grad) for n, p in self.params.items()}
+        return {n: p is not None and bool(p.requires_grad) for n, p in self.params.items()}

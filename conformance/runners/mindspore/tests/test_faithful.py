@@ -10,7 +10,7 @@ from mindspore import Tensor, nn, ops
 from conformance.engine.scenario import batch, initial_values, observe
 from conformance.runners.mindspore.runner import MindSporeRunner
 
-from .common import SPEC, dense_net, grads_by_name, load, record, train
+from .common import SPEC, dense, dense_net, grads_by_name, load, record, train
 
 
 # ---------------------------------------------------------------- the core loop
@@ -321,3 +321,74 @@ def test_dropout_is_the_identity_in_eval_only():
     assert runner.forward(["a", "drop", "b"], x, t, train=True, backward=False) == \
         runner.forward(["a", "b"], x, t, train=True, backward=False)
     assert not runner.layers["drop"].training
+
+
+# ---------------------------------------------------------------- cross-entropy, a bias left out, a positional rate
+@pytest.mark.parametrize("instance, built", [
+    ("ce-defaults[sgd]", lambda: nn.CrossEntropyLoss()),  # every setting left out; sample 0 labelled -100
+    ("ce-label-smoothing-ignore[sgd]",
+     lambda: nn.CrossEntropyLoss(ignore_index=0, reduction="mean", label_smoothing=0.1)),
+    ("ce-ignore-index-sum", lambda: nn.CrossEntropyLoss(ignore_index=0, reduction="sum", label_smoothing=0.0)),
+])
+def test_cross_entropy_is_the_users_loss_object(instance, built):
+    """A case's cross_entropy through the adapter equals nn.CrossEntropyLoss built by hand with the settings the
+    case writes out (the "default" ones left out), on int32 labels, in the tutorials' forward_fn, bit for bit."""
+    case = SPEC[instance].case
+    obs = observe(MindSporeRunner(), case)
+    net = dense_net(case, "a", "b")
+    opt = nn.SGD(net.trainable_params(), learning_rate=case.optimizer.lr, weight_decay=case.optimizer.weight_decay)
+    loss_fn = built()
+    grad_fn = ms.value_and_grad(lambda x, t: loss_fn(net.b(net.a(x)), t), None, opt.parameters)
+    net.set_train()
+    for index in range(sum(step.repeat for step in case.steps)):
+        x, t = batch(case, index, ["a", "b"])
+        assert t.dtype == np.int64 and (t[0] == case.cross_entropy.ignored_label())
+        loss, grads = grad_fn(Tensor(x), Tensor(t.astype(np.int32)))
+        opt(grads)
+        assert obs.steps[index].loss == float(loss.asnumpy())
+        np.testing.assert_array_equal(obs.steps[index].values["a.weight"], net.a.weight.asnumpy().T)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_trainer_takes_the_users_cross_entropy(mode):
+    """api trainer: the loss Model.train is handed is the case's nn.CrossEntropyLoss; the adapter's
+    TrainOneStepCell steps equal Model.train on one-batch datasets of int32 labels, bit for bit."""
+    from mindspore import Model
+    from mindspore import dataset as ds
+    case = SPEC["ce-label-smoothing-ignore[sgd]"].case
+    obs = observe(MindSporeRunner(mode=mode, api="trainer"), case)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = dense(case, "a"), dense(case, "b")
+
+        def construct(self, x):
+            return self.b(self.a(x))
+    net = Net()
+    model = Model(net, nn.CrossEntropyLoss(ignore_index=0, reduction="mean", label_smoothing=0.1),
+                  nn.SGD(net.trainable_params(), learning_rate=0.1))
+    for index in range(2):
+        x, t = batch(case, index, ["a", "b"])
+        model.train(1, ds.NumpySlicesDataset({"x": x, "t": t.astype(np.int32)}, shuffle=False).batch(len(x)),
+                    dataset_sink_mode=False)
+    np.testing.assert_array_equal(obs.steps[-1].values["a.weight"], net.a.weight.asnumpy().T)
+    assert not np.array_equal(obs.steps[-1].values["a.weight"], obs.initial["a.weight"])
+
+
+def test_bias_left_out_and_positional_rate_are_what_mindspore_builds():
+    """bias: default leaves has_bias out: nn.Conv2d then has none (a zero bias with no gradient, out of the
+    optimizer), nn.Dense has one; a positional rate is nn.Dropout(rate), whose first parameter is keep_prob,
+    and the rate reported is measured on the built Cell, which is left in its mode."""
+    runner = MindSporeRunner()
+    obs = observe(runner, SPEC["default-conv-bias[sgd]"].case)
+    assert runner.layers["conv"].bias is None and obs.defaults == {"conv.bias": False}
+    assert "conv.bias" not in obs.optimizer_params and not obs.trainable["conv.bias"]
+    assert all(s.grads["conv.bias"] is None and not np.any(s.values["conv.bias"]) for s in obs.steps)
+    assert observe(MindSporeRunner(), SPEC["default-linear-bias"].case).defaults == {"a.bias": True}
+    case = SPEC["dropout-rate-positional[rate-0.1]"].case
+    runner.build(case.model, initial_values(case))
+    runner.make_optimizer(case.optimizer)
+    drop = runner.layers["drop"]
+    assert isinstance(drop, nn.Dropout) and drop.keep_prob == pytest.approx(0.1)
+    assert runner.defaults()["drop.rate"] == pytest.approx(0.9, abs=0.01) and not drop.training
