@@ -271,6 +271,14 @@ VARIANTS: dict[str, Variant] = {
         "[1e-7, 1 - 1e-7] and renormalises them instead of applying a softmax, so a model ending in logits "
         "(as a ported torch model does) trains on a different loss, and on none where its scores are negative",
         "a cross-entropy loss takes logits and applies the softmax itself"),
+    "ce-default-ignores-no-label": Variant(
+        "a cross-entropy built without an ignore index ignores no label: data labelled -100 for torch (padding, "
+        "masked tokens) is an out-of-range class, and the step raises",
+        "a cross-entropy built without an ignore index skips the samples labelled -100"),
+    "compiled-step-decays-before-raising": Variant(
+        "a compiled training step whose loss raises (a label out of range) has already applied the optimizer's "
+        "decoupled weight decay: every parameter shrinks by lr * wd, though the step failed and nothing else moved",
+        "a step that raises changes nothing"),
     "ce-negative-ignore-mean-over-batch": Variant(
         "a cross-entropy's mean over a batch with samples labelled with a negative ignore index (-100 by default, "
         "or -1) divides by the whole batch size: the ignored samples count in the mean, so each gradient shrinks "

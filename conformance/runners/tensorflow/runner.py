@@ -18,7 +18,13 @@ flattens in H, W, C order: that Dense's kernel rows are permuted from the canoni
 values() / grads() report every weight in the canonical layout. An Embedding's gradient is a
 tf.IndexedSlices: it goes to the optimizer as is (Keras' own sparse update), and grads() densifies it.
 Keras' Embedding has no padding_idx (cases with one are Unsupported). Dropout is
-keras.layers.Dropout(rate), switched by the `training` the step passes (fit: trainer.py).
+keras.layers.Dropout(rate=...), or Dropout(0.1) where the case writes the rate positionally, switched by
+the `training` the step passes (fit: trainer.py). A bias left to default is left out (use_bias).
+
+A cross-entropy is Keras' own loss object, called as loss(labels, scores): SparseCategoricalCrossentropy
+(from_logits, ignore_class, reduction "sum_over_batch_size" for the mean or "sum"), each setting the case
+leaves to default left out. Keras' sparse loss has no label smoothing: with smoothing the user writes
+CategoricalCrossentropy(label_smoothing=...) on tf.one_hot labels, which has no ignore_class.
 
 Gradients are functional: nothing is stored on a variable, so there is no clearing call. "Default"
 and "none" clearing are the default `tape.gradient` (UnconnectedGradients.NONE: None where a
@@ -69,8 +75,8 @@ KERAS2 = keras.__version__.startswith("2.")
 
 import numpy as np  # noqa: E402
 
-from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded  # noqa: E402
-from ...spec import Model, Optimizer, defaults_of, param_names  # noqa: E402
+from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded  # noqa: E402
+from ...spec import DROPOUT_PROBE, Model, Optimizer, defaults_of, param_names  # noqa: E402
 from ...spec import layers as layer_kinds  # noqa: E402
 # graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
 from . import OFFERS, graph  # noqa: E402
@@ -136,7 +142,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
     # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout"})
+                          "dropout", "cross-entropy", "positional-args"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -179,20 +185,21 @@ class TensorFlowRunner(KerasTrainer, Runner):
         with tf.device(self.tf_device):
             def make(name, spec):
                 if spec.linear:
-                    layer = keras.layers.Dense(spec.linear[1], use_bias=spec.bias, name=name)
+                    layer = keras.layers.Dense(spec.linear[1], name=name, **given(use_bias=spec.bias))
                     layer.build((None, spec.linear[0]))
                 elif spec.layernorm:  # over the last axis, with gamma and beta (Keras' defaults)
                     layer = keras.layers.LayerNormalization(name=name, **given(epsilon=spec.eps))
                     layer.build((None, spec.layernorm))
                 elif spec.conv2d:  # stride 1, "same" padding (k // 2 on each side for an odd k), NHWC
                     c_in, c_out, k = spec.conv2d
-                    layer = keras.layers.Conv2D(c_out, k, padding="same", use_bias=spec.bias, name=name)
+                    layer = keras.layers.Conv2D(c_out, k, padding="same", name=name, **given(use_bias=spec.bias))
                     layer.build((None, None, None, c_in))
                 elif spec.embedding:
                     layer = keras.layers.Embedding(*spec.embedding, name=name)
                     layer.build((None,))
-                elif spec.dropout:
-                    layer = keras.layers.Dropout(spec.dropout, name=name)
+                elif spec.dropout:  # positional: Dropout(0.1), as ported code writes it
+                    layer = keras.layers.Dropout(spec.dropout, name=name) if spec.positional else \
+                        keras.layers.Dropout(rate=spec.dropout, name=name)
                 else:  # Keras' momentum weighs the old statistic: the opposite of the neutral one
                     momentum = spec.momentum if spec.momentum == "default" else 1.0 - spec.momentum
                     layer = keras.layers.BatchNormalization(name=name, **given(momentum=momentum,
@@ -209,16 +216,21 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 blocks.built = True  # its layers are built; Keras 2 refuses the variables of an unbuilt one
             self.net = Net(attributes, blocks, where, model.detach_after)
         self.layers = layers
-        self.variables = {}
+        self.variables, self.absent = {}, {}
         for name in param_names(model):
             layer, role = name.split(".")
             spec = model.layers[layer]
             roles = LINEAR_ROLES if spec.linear or spec.conv2d else EMBEDDING_ROLES if spec.embedding else \
                 LAYERNORM_ROLES if spec.layernorm else BATCHNORM_ROLES
-            self.variables[name] = getattr(layers[layer], roles[role])
+            variable = getattr(layers[layer], roles[role])
+            if variable is None:  # a bias its default left out: reads as zeros, with no gradient
+                self.absent[name] = np.zeros(spec.out_features())
+            else:
+                self.variables[name] = variable
         self.flat_input = {}  # Dense layer -> the image shape (C, H, W) it takes, or () for vectors
         for name, value in loaded(model, values).items():
-            self.variables[name].assign(self._layout(name, value, True))
+            if name in self.variables:
+                self.variables[name].assign(self._layout(name, value, True))
         self._set_trainable(model.frozen, False)
         self.names = {id(v): n for n, v in self.variables.items()}
 
@@ -325,7 +337,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
         self.opt_spec, self.built_with = optimizer, None
         self.grads_ = None
         self.unconnected = tf.UnconnectedGradients.NONE
-        self.steps_, self.apply_, self.trainers_ = {}, None, {}
+        self.steps_, self.apply_, self.trainers_, self.criteria_ = {}, None, {}, {}
 
     def defaults(self):
         """Read from the built layers and optimizer: the values Keras chose for what the case left out."""
@@ -341,6 +353,12 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 out[name] = read[field]()
             elif field == "momentum":  # Keras weighs the old statistic: the new batch weighs 1 - m
                 out[name] = 1.0 - float(self.layers[owner].momentum)
+            elif field == "bias":
+                out[name] = self.layers[owner].bias is not None
+            elif field == "rate":  # measured: the fraction of ones the built layer zeroes in train mode
+                with tf.device(self.tf_device):
+                    kept = self.layers[owner](tf.ones([DROPOUT_PROBE]), training=True)
+                out[name] = float(np.mean(kept.numpy() == 0))
             else:
                 out[name] = float(self.layers[owner].epsilon)
         return out
@@ -350,19 +368,53 @@ class TensorFlowRunner(KerasTrainer, Runner):
         # to apply_gradients, which is this one.
         return [self.names.get(id(v), "<unnamed variable>") for v in self.params]
 
+    # ------------------------------------------------------------ the loss
+    def _criterion(self, loss, path):
+        """(the Keras loss object a user writes for this cross-entropy, the number of classes its labels are
+        one-hot over, or None for labels as they are). Keras' sparse loss has no label smoothing: a user who
+        smooths writes CategoricalCrossentropy on one-hot labels, which has no ignore_class."""
+        settings, kw = given_loss(loss), {}
+        if "reduction" in settings:  # Keras' mean over the batch is its sum_over_batch_size reduction
+            kw["reduction"] = {"mean": "sum_over_batch_size", "sum": "sum"}[settings["reduction"]]
+        if "from_logits" in settings:
+            kw["from_logits"] = settings["from_logits"]
+        if settings.get("label_smoothing"):
+            if "ignore_index" in settings:
+                raise Unsupported("Keras' SparseCategoricalCrossentropy has no label_smoothing, and "
+                                  "CategoricalCrossentropy, which has it, has no ignore_class")
+            return (keras.losses.CategoricalCrossentropy(label_smoothing=settings["label_smoothing"], **kw),
+                    self.model.shapes(path)[-1][0])
+        if "ignore_index" in settings:
+            kw["ignore_class"] = settings["ignore_index"]
+        return keras.losses.SparseCategoricalCrossentropy(**kw), None
+
+    def _labels(self, loss, path, target):
+        """(the loss object, made once per loss and path as a user makes it once, the targets as it takes them:
+        the squared error's in the model's layout, or the labels, one-hot where the loss wants them)."""
+        if loss is None:
+            return None, tf.constant(self._targets(target))
+        key = (loss.model_dump_json(), tuple(path))
+        if key not in self.criteria_:
+            self.criteria_[key] = self._criterion(loss, path)
+        criterion, classes = self.criteria_[key]
+        return criterion, tf.constant(target) if classes is None else tf.one_hot(target, classes)
+
     # ------------------------------------------------------------ training step
-    def _train_step(self, path, train, backward, unconnected, reduce=True):
+    def _train_step(self, path, train, backward, unconnected, reduce=True, criterion=None):
         """The step as a user writes it; in graph mode a tf.function (graph.compiled: one trace per
-        shape of the step: path, train/eval, backward, unconnected-gradient mode, reduction)."""
-        key = (tuple(path), train, backward, unconnected, reduce)
+        shape of the step: path, train/eval, backward, unconnected-gradient mode, reduction, loss object)."""
+        key = (tuple(path), train, backward, unconnected, reduce, id(criterion))
         if key not in self.steps_:
             def step(x, target):
                 with tf.GradientTape() as tape:
                     y = self.net(x, path=list(path), training=train)
-                    squared = tf.square(y - target)
-                    # per sample (not reduced): a vector, handed to tape.gradient as it is
-                    loss = tf.reduce_mean(squared) if reduce else \
-                        tf.reduce_mean(tf.reshape(squared, [tf.shape(squared)[0], -1]), axis=1)
+                    if criterion is not None:  # the Keras loss object: loss(labels, scores)
+                        loss = criterion(target, y)
+                    else:
+                        squared = tf.square(y - target)
+                        # per sample (not reduced): a vector, handed to tape.gradient as it is
+                        loss = tf.reduce_mean(squared) if reduce else \
+                            tf.reduce_mean(tf.reshape(squared, [tf.shape(squared)[0], -1]), axis=1)
                     if self.net.losses:  # per-weight regularizers, added as the Keras loop guide does
                         loss = loss + tf.add_n(self.net.losses)
                 if not backward:
@@ -377,20 +429,21 @@ class TensorFlowRunner(KerasTrainer, Runner):
             self.steps_[key] = graph.compiled(step) if self.mode == "graph" else step
         return self.steps_[key]
 
-    def forward(self, path, x, target, train, backward, reduce=True):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None):
         if self.api == "trainer":  # the engine's trainer steps without a backward pass
-            return self._evaluate(path, x, target, train)
+            return self._evaluate(path, x, target, train, loss)
         if backward and self.grads_ is not None:
             raise Unsupported("TF gradients are functional: tape.gradient returns new tensors and keeps "
                               "none to accumulate into (summing gradient lists would be the adapter's "
                               "own arithmetic)")
         x = self._inputs(path, x)
         with tf.device(self.tf_device):
-            loss, grads = self._train_step(path, train, backward, self.unconnected, reduce)(
-                tf.constant(x), tf.constant(self._targets(target)))
+            criterion, target = self._labels(loss, path, target)
+            value, grads = self._train_step(path, train, backward, self.unconnected, reduce, criterion)(
+                tf.constant(x), target)
         if backward:
             self.grads_ = list(grads)
-        return float(tf.reduce_mean(loss))
+        return float(tf.reduce_mean(value))
 
     def clear_grads(self, mode):
         # Nothing to clear in TF: the next tape.gradient call returns fresh gradients. The mode
@@ -441,13 +494,14 @@ class TensorFlowRunner(KerasTrainer, Runner):
             for variable, grad in zip(self.params, self.grads_):
                 held[id(variable)] = grad
         # an Embedding's gradient is a tf.IndexedSlices: reported dense (zero rows not looked up)
-        return {n: None if held.get(id(v)) is None else
-                self._layout(n, np.asarray(tf.convert_to_tensor(held[id(v)]), dtype=np.float64), False)
-                for n, v in self.variables.items()}
+        return {**{n: None if held.get(id(v)) is None else
+                   self._layout(n, np.asarray(tf.convert_to_tensor(held[id(v)]), dtype=np.float64), False)
+                   for n, v in self.variables.items()}, **dict.fromkeys(self.absent)}
 
     def values(self):
-        return {n: self._layout(n, np.asarray(v.numpy(), dtype=np.float64), False) for n, v in self.variables.items()}
+        return {**{n: self._layout(n, np.asarray(v.numpy(), dtype=np.float64), False)
+                   for n, v in self.variables.items()}, **{n: z.copy() for n, z in self.absent.items()}}
 
     def trainable(self):
         ids = {id(v) for v in self.net.trainable_variables}
-        return {n: id(v) in ids for n, v in self.variables.items()}
+        return {**{n: id(v) in ids for n, v in self.variables.items()}, **dict.fromkeys(self.absent, False)}

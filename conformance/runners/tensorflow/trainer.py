@@ -3,6 +3,8 @@
     model.compile(optimizer, loss="mse", run_eagerly=(mode == "eager"))
     model.fit(x, t, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
 
+(a case's cross-entropy: compile(loss=<the Keras loss object>), fit on the labels it takes; runner.py's _labels)
+
 and the loss observed is the one fit reports for that batch (history "loss": the data loss plus
 `model.losses`, the regularization penalties, as the loop's loss is). fit rather than
 train_on_batch because fit is what Keras users train with; both run the same compiled train
@@ -56,29 +58,34 @@ class KerasTrainer:
             raise Unsupported("Keras' fit hands the optimizer the model's trainable_variables; it takes "
                               "no other variable list")
 
-    def _trainer(self, path, train):
-        """The compiled keras.Model of one (path, train); made on first use, sharing the layers and
-        the optimizer with every other."""
-        key = (tuple(path), train)
+    def _trainer(self, path, train, criterion=None):
+        """The compiled keras.Model of one (path, train, loss); made on first use, sharing the layers and
+        the optimizer with every other. `criterion`: the Keras loss object compile takes (else "mse")."""
+        key = (tuple(path), train, id(criterion))
         if key not in self.trainers_:
             with tf.device(self.tf_device):
                 model = PathModel(self.net, path, train)
-                model.compile(optimizer=self.opt, loss="mse", run_eagerly=self.mode == "eager")
+                model.compile(optimizer=self.opt, loss="mse" if criterion is None else criterion,
+                              run_eagerly=self.mode == "eager")
             self.trainers_[key] = model
         return self.trainers_[key]
 
-    def train_step(self, path, x, target, train):
+    def train_step(self, path, x, target, train, loss=None):
         # the engine refuses explicit clearing modes itself: fit takes tape.gradient's default
-        model, x = self._trainer(path, train), self._inputs(path, x)  # images NHWC (runner.py)
+        with tf.device(self.tf_device):
+            criterion, target = self._labels(loss, path, target)  # runner.py: the loss object, its labels
+        model, x = self._trainer(path, train, criterion), self._inputs(path, x)  # images NHWC (runner.py)
         with tf.device(self.tf_device), self.refusal(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in runner.py's _apply
-            history = model.fit(x, self._targets(target), batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+            history = model.fit(x, target, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
         return float(history.history["loss"][0])
 
-    def _evaluate(self, path, x, target, train):
+    def _evaluate(self, path, x, target, train, loss=None):
         if train:
             raise Unsupported("Keras' trainer runs the model in training mode only inside fit, which "
                               "also updates")
-        model, x = self._trainer(path, train), self._inputs(path, x)
         with tf.device(self.tf_device):
-            return float(model.evaluate(x, self._targets(target), batch_size=len(x), verbose=0))
+            criterion, target = self._labels(loss, path, target)
+        model, x = self._trainer(path, train, criterion), self._inputs(path, x)
+        with tf.device(self.tf_device):
+            return float(model.evaluate(x, target, batch_size=len(x), verbose=0))

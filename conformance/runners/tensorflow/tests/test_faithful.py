@@ -137,6 +137,44 @@ def test_dropout_is_keras_dropout_identity_in_eval_not_in_train(mode):
     assert runner.forward(path, x, t, train=True, backward=False) != without
 
 
+def test_positional_dropout_rate_is_measured_and_a_default_bias_is_keras_own():
+    """Dropout(0.5) written positionally: the fraction of ones it zeroes in train mode is measured; a Dense
+    built without use_bias has Keras' default, a bias."""
+    obs = observe(TensorFlowRunner(), SPEC["dropout-rate-positional[rate-0.5]"].case)
+    assert obs.defaults == {"drop.rate": pytest.approx(0.5, abs=0.01)}
+    assert observe(TensorFlowRunner(), SPEC["default-linear-bias"].case).defaults == {"a.bias": True}
+
+
+# ---------------------------------------------------------------- cross-entropy: Keras' own loss objects
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+@pytest.mark.parametrize("instance_id, make, one_hot", [
+    ("ce-ignore-index-set[sgd]", lambda: keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, ignore_class=0, reduction="sum_over_batch_size"), False),
+    ("ce-default-from-logits[sgd]", lambda: keras.losses.SparseCategoricalCrossentropy(
+        reduction="sum_over_batch_size"), False),
+    ("ce-reduction-sum[sgd]", lambda: keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum"),
+     False),
+    ("ce-label-smoothing[sgd]", lambda: keras.losses.CategoricalCrossentropy(
+        from_logits=True, label_smoothing=0.1, reduction="sum_over_batch_size"), True),
+])
+def test_cross_entropy_is_the_keras_loss_object_a_user_writes(mode, instance_id, make, one_hot):
+    """The adapter's loss and gradient equal the Keras loss object written by hand on the same batch (labels
+    one-hot for the smoothing CategoricalCrossentropy)."""
+    case = SPEC[instance_id].case
+    init = initial_values(case)
+    runner = TensorFlowRunner(mode=mode)
+    runner.build(case.model, init)
+    runner.make_optimizer(case.optimizer)
+    x, labels = batch(case, 0, ["a", "b"])
+    got = runner.forward(["a", "b"], x, labels, train=True, backward=True, loss=case.cross_entropy)
+    a, b = dense(5, 4), dense(3, 5)
+    load({"a": a, "b": b}, init)
+    with tf.GradientTape() as tape:
+        want = make()(tf.one_hot(labels, 3) if one_hot else labels, b(a(x)))
+    assert got == pytest.approx(float(want), rel=1e-6)
+    np.testing.assert_allclose(runner.grads()["a.weight"], tape.gradient(want, a.kernel).numpy(), rtol=1e-5, atol=1e-7)
+
+
 # ---------------------------------------------------------------- freezing
 def test_adapter_reports_none_for_variables_outside_the_gradient_list():
     # default params = model.trainable_variables: a frozen weight is not asked for, so no gradient
@@ -295,3 +333,18 @@ def test_trainer_optimizer_holds_the_model_trainable_variables():
     runner.train_step(["a", "b"], *batch(case, 0, ["a", "b"]), True)
     momenta = [v for v in runner.opt.variables if "iteration" not in v.name and "learning_rate" not in v.name]
     assert len(momenta) == 2
+
+
+def test_trainer_compiles_the_keras_loss_object():
+    """A case's cross-entropy reaches compile as Keras' own loss object (ignore_class set), and fit on the
+    integer labels trains as torch's CrossEntropyLoss(ignore_index=0)."""
+    case = SPEC["ce-ignore-index-set[sgd]"].case
+    runner = TensorFlowRunner(mode="graph", api="trainer")
+    runner.build(case.model, initial_values(case))
+    runner.make_optimizer(case.optimizer)
+    runner.train_step(["a", "b"], *batch(case, 0, ["a", "b"]), True, loss=case.cross_entropy)
+    (model,) = runner.trainers_.values()
+    compiled = model.loss
+    assert isinstance(compiled, keras.losses.SparseCategoricalCrossentropy)
+    assert compiled.get_config()["ignore_class"] == 0 and compiled.get_config()["from_logits"]
+    assert record("ce-ignore-index-set[sgd]", mode="graph", api="trainer").verdict == "conform"
