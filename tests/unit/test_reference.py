@@ -291,3 +291,42 @@ def test_a_positional_dropout_rate_is_the_keep_probability_only_under_its_varian
         runner.build(model, {"a.weight": np.eye(2), "a.bias": np.zeros(2)})
         runner.make_optimizer(ref.Optimizer(name="sgd"))
         assert np.isclose(runner.defaults()["drop.rate"], rate)
+
+
+@pytest.mark.parametrize("variants, settings, count", [
+    (["ce-negative-ignore-mean-over-batch"], {"ignore_index": -1}, 4),   # the ignored sample counted
+    (["ce-negative-ignore-mean-over-batch"], {"ignore_index": 0}, 3),    # a non-negative index: the kept ones
+    (["ce-smoothing-drops-ignore-index"], {"ignore_index": 0, "label_smoothing": 0.1}, 4),
+    (["ce-smoothing-drops-ignore-index", "ce-smoothing-mean-over-classes"], {"ignore_index": 0, "label_smoothing": 0.1}, 12),
+])
+def test_the_ce_variants_change_what_a_mean_divides_by(variants, settings, count):
+    """Four samples of three classes, one labelled with the ignore index: the mean's divisor under each variant."""
+    from conformance.spec import CrossEntropy
+    z = np.random.default_rng(1).normal(size=(4, 3))
+    ignored = settings["ignore_index"]
+    labels = np.array([ignored, 1, 2, 1])
+    loss = ref.resolve_loss(CrossEntropy(**settings))
+    summed = ref.resolve_loss(CrossEntropy(**settings, reduction="sum"))
+    total, _ = ref.cross_entropy(z, labels, summed, variants)  # the sum over the samples each variant keeps
+    value, _ = ref.cross_entropy(z, labels, loss, variants)
+    assert np.isclose(value, total / count)
+
+
+def test_an_all_ignored_batch_under_the_zero_and_nan_variants():
+    from conformance.spec import CrossEntropy
+    z, labels = np.ones((2, 3)), np.zeros(2, dtype=int)
+    loss = ref.resolve_loss(CrossEntropy(ignore_index=0))
+    assert ref.cross_entropy(z, labels, loss, ["ce-all-ignored-mean-zero"])[0] == 0.0
+    value, grad = ref.cross_entropy(z, labels, loss, ["ce-all-ignored-nan-grad"])
+    assert np.isnan(value) and np.isnan(grad).all()
+
+
+def test_a_default_that_ignores_no_label_raises_and_a_compiled_step_has_decayed_first():
+    from conformance.spec import CrossEntropy
+    model = Model.model_validate({"layers": {"a": {"linear": [2, 3]}}})
+    runner = ref.ReferenceRunner(variants=["ce-default-ignores-no-label", "compiled-step-decays-before-raising"])
+    runner.build(model, {"a.weight": np.ones((2, 3)), "a.bias": np.zeros(3)})
+    runner.make_optimizer(ref.Optimizer(name="adamw", lr=0.1, weight_decay=0.5))
+    with pytest.raises(IndexError, match="Target -100"):
+        runner.forward(["a"], np.ones((2, 2)), np.array([-100, 1]), True, True, loss=CrossEntropy(ignore_index="default"))
+    assert np.allclose(runner.values()["a.weight"], 0.95)  # lr * wd of decay, and no gradient step
