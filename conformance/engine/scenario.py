@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..runners.base import Runner, Unsupported
-from ..spec import FEATURES, Case, defaults_of, expect_steps, features_of, param_names, schedule
+from ..spec import FEATURES, PADDING_PROBE, Case, defaults_of, expect_steps, features_of, param_names, schedule
 
 
 MAX_RAISED = 300  # characters of a step's error that an observation keeps
@@ -253,6 +253,8 @@ def checked(obs, case: Case, like: Observation) -> Observation:
             raise BadObservation(f"{what} is {shown}, not a finite real number" + (" pair" if name.endswith(".betas") else ""))
         if name.endswith(".rate") and not 0 <= numbers[0] <= 1:
             raise BadObservation(f"{what} is {numbers[0]:g}, not a fraction of the inputs zeroed")
+        if name.endswith(".padding") and not (0 <= numbers[0] <= PADDING_PROBE and 2 * numbers[0] == int(2 * numbers[0])):
+            raise BadObservation(f"{what} is {numbers[0]:g}, not a padding in pixels per side")
         return numbers if name.endswith(".betas") else numbers[0]
 
     clean.defaults = _dict_of(getattr(obs, "defaults", None), defaults_of(case.model, case.optimizer),

@@ -61,10 +61,12 @@ def _same_draw(observed, expected) -> tuple[bool, str]:
 
 
 def _default_check(label: str, name: str, got, expected) -> Check:
-    """A setting the framework chose: a bias present or not; a dropout rate measured on DROPOUT_PROBE inputs,
-    within six standard errors of that many draws; a number (or a pair) within 1e-5."""
+    """A setting the framework chose: a bias present or not; a conv's padding per side, exactly; a dropout rate
+    measured on DROPOUT_PROBE inputs, within six standard errors of that many draws; a number (or a pair) within 1e-5."""
     if name.endswith(".bias"):
         return Check(label, str(expected).lower(), str(got).lower(), got == expected)
+    if name.endswith(".padding"):
+        return Check(label, f"{expected:g} per side", f"{got:g} per side", got == expected)
     if name.endswith(".rate"):
         spread = 6 * np.sqrt(expected * (1 - expected) / DROPOUT_PROBE)
         return Check(label, f"{expected:g} (+-{spread:.1g}, measured on {DROPOUT_PROBE:,} inputs)", f"{got:.4f}",

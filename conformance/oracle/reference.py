@@ -143,7 +143,7 @@ REFERENCE_DEFAULTS = {
     "batchnorm": {"momentum": 0.1, "eps": 1e-5},
     "layernorm": {"eps": 1e-5},
     "linear": {"bias": True},
-    "conv2d": {"bias": True},
+    "conv2d": {"bias": True, "padding": "valid"},  # nn.Conv2d's padding=0
     # nn.CrossEntropyLoss
     "cross_entropy": {"reduction": "mean", "from_logits": True, "ignore_index": TORCH_IGNORE_INDEX, "label_smoothing": 0.0},
 }
@@ -162,10 +162,11 @@ VARIANT_DEFAULTS = {
     "adamw-default-decay-0.0001": {("adamw", "weight_decay"): 1e-4},
     "momentum-default-0.9": {("momentum", "momentum"): 0.9},
     "conv-default-no-bias": {("conv2d", "bias"): False},
+    "conv-default-pads-same": {("conv2d", "padding"): "same"},
     "ce-default-takes-probabilities": {("cross_entropy", "from_logits"): False},
     "ce-default-ignores-no-label": {("cross_entropy", "ignore_index"): None},
 }
-LAYER_FIELDS = ("momentum", "eps", "bias")  # the layer settings a case may leave to default
+LAYER_FIELDS = ("momentum", "eps", "bias", "padding")  # the layer settings a case may leave to default
 
 
 def resolve_defaults(model: Model, optimizer: Optimizer, variants=()) -> tuple[Model, Optimizer]:
@@ -420,6 +421,8 @@ class ReferenceRunner(Runner):
                 out[name] = self._rate(owner)
                 continue
             value = getattr(opt if owner == "optimizer" else model.layers[owner], field)
+            if field == "padding":  # the pixels per side: "same" keeps the image's size at stride 1
+                value = model.layers[owner].conv2d[2] // 2 if value == "same" else 0
             out[name] = list(value) if field == "betas" else value
         return out
 

@@ -262,6 +262,10 @@ VARIANTS: dict[str, Variant] = {
         "a Conv2d built without saying whether it has a bias has none: ported code that leaves the argument out "
         "loses the bias (a checkpoint's bias has nowhere to go)",
         "a Conv2d has a bias unless it is built with bias=False"),
+    "conv-default-pads-same": Variant(
+        "a Conv2d built without a padding pads 'same' (kernel // 2 per side at stride 1): the image keeps its size, "
+        "where ported code expects it to shrink by the kernel less one, so the layers after it see other shapes",
+        "a Conv2d built without a padding pads nothing (padding=0, 'valid'): the image shrinks by the kernel less one"),
     "dropout-positional-is-keep-prob": Variant(
         "Dropout's first positional argument is the probability to keep: Dropout(0.1), ported as written, "
         "zeroes 90 % of the activations",

@@ -47,6 +47,14 @@ Default = Literal["default"]
 TORCH_IGNORE_INDEX = -100
 # Inputs (ones) a positional dropout's built layer takes in train mode when its rate is measured (`<layer>.rate`).
 DROPOUT_PROBE = 100_000
+# Side of the square image of ones (one sample) a conv2d whose padding is left to default takes when its padding is
+# measured (`<layer>.padding`).
+PADDING_PROBE = 8
+
+
+def padding_from(side_out: int, kernel: int) -> float:
+    """The zero padding per side that gives an output of `side_out` from a PADDING_PROBE image at stride 1."""
+    return (side_out - PADDING_PROBE + kernel - 1) / 2
 
 
 Kernel = Annotated[int, Field(ge=1, le=7, multiple_of=1)]
@@ -80,6 +88,10 @@ class Layer(_Strict):
     bias: bool | Default = True
     """linear, conv2d: whether the layer has a bias, or default (the framework's constructor decides; a layer
     built without one reads as a zero bias that gets no gradient, and a `default <layer>.bias` check compares)"""
+    padding: Literal["same"] | Default = "same"
+    """conv2d: same (zero padding kernel // 2: the image keeps its size), or default (the padding argument left
+    out, as ported code leaves it: the padding the built layer adds per side is measured on a PADDING_PROBE image,
+    a `default <layer>.padding` check; such a layer is on no path, as the size of its output is the framework's)"""
     positional: bool = False
     """dropout: the rate is written as the constructor's first positional argument, as ported code writes it
     (`Dropout(0.1)`); the fraction of its inputs the built layer then zeroes in train mode is measured on
@@ -102,6 +114,8 @@ class Layer(_Strict):
             raise ValueError("'padding_idx' needs an embedding layer with more rows than it")
         if self.bias != True and self.kind not in layer_kinds.OPTIONAL_BIAS:  # noqa: E712 (False or "default")
             raise ValueError(f"'bias' is a setting of linear and conv2d layers, not of {self.kind}")
+        if self.padding != "same" and not self.conv2d:
+            raise ValueError(f"'padding' is a setting of conv2d layers, not of {self.kind}")
         if self.positional and not self.dropout:
             raise ValueError("'positional' writes a dropout's rate positionally: it needs a dropout layer")
         if self.init == "default" and (self.tie or self.dropout):
@@ -433,7 +447,11 @@ class Case(_Strict):
         for name in [*self.model.contained, *self.model.detach_after] + [n for s in self.steps for n in s.path]:
             if name not in layers:
                 raise ValueError(f"unknown layer {name!r}")
-        for step in self.steps:
+        for i, step in enumerate(self.steps):
+            unsized = [n for n in step.path if layers[layers[n].tie or n].padding == "default"]
+            if unsized:
+                raise ValueError(f"steps.{i}: conv2d {unsized[0]!r} leaves its padding to default, so the size of its "
+                                 f"output is the framework's: it can only be measured, on no path")
             for name in step.path[1:]:
                 if layers[layers[name].tie or name].embedding:
                     raise ValueError(f"embedding {name!r} must be the first layer of a path: it takes integer indices")
@@ -505,10 +523,11 @@ OPTIMIZER_FIELDS = {"sgd": ("lr", "weight_decay"), "momentum": ("lr", "weight_de
 def defaults_of(model: Model, optimizer: Optimizer) -> list[str]:
     """The settings a case leaves to the framework ("default"), named `optimizer.<field>` or
     `<layer>.<field>`, and the dropout rates it writes positionally (`<layer>.rate`): each one's value is
-    observed and compared with the reference's (a bias as true or false, a rate as the fraction measured)."""
+    observed and compared with the reference's (a bias as true or false, a rate as the fraction measured, a
+    padding as the pixels added per side)."""
     out = [f"optimizer.{f}" for f in OPTIMIZER_FIELDS[optimizer.name] if getattr(optimizer, f) == "default"]
     out += [f"{name}.{f}" for name, layer in model.layers.items() if not layer.tie
-            for f in ("momentum", "eps", "bias") if getattr(layer, f) == "default"]
+            for f in ("momentum", "eps", "bias", "padding") if getattr(layer, f) == "default"]
     return out + [f"{name}.rate" for name, layer in model.layers.items() if layer.positional]
 
 

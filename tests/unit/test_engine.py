@@ -430,6 +430,9 @@ def test_a_malformed_raised_line_is_a_bad_observation(raised, message):
     ("default-conv-bias[sgd]", "conv.bias", 1, "defaults 'conv.bias' is int, not a bool"),
     ("dropout-rate-positional[rate-0.1]", "drop.rate", 1.5, "defaults 'drop.rate' is 1.5, not a fraction of the inputs zeroed"),
     ("dropout-rate-positional[rate-0.1]", "drop.rate", True, "defaults 'drop.rate' is True, not a finite real number"),
+    ("default-conv-padding", "small.padding", 0.3, "defaults 'small.padding' is 0.3, not a padding in pixels per side"),
+    ("default-conv-padding", "small.padding", -1, "defaults 'small.padding' is -1, not a padding in pixels per side"),
+    ("default-conv-padding", "small.padding", "same", "defaults 'small.padding' is 'same', not a finite real number"),
 ])
 def test_a_malformed_bias_or_rate_is_a_bad_observation(instance, name, hostile, message):
     from conformance.engine.scenario import BadObservation, checked, observe
@@ -449,3 +452,4 @@ def test_a_measured_rate_holds_within_its_sampling_error_and_a_bias_must_match()
     assert not _default_check("r", "drop.rate", 0.1 + 1.1 * spread, 0.1).held
     assert not _default_check("r", "drop.rate", 0.9, 0.1).held  # Dropout(0.1) read as the keep probability
     assert _default_check("b", "conv.bias", True, True).held and not _default_check("b", "conv.bias", False, True).held
+    assert _default_check("p", "conv.padding", 0.0, 0).held and not _default_check("p", "conv.padding", 1.0, 0).held

@@ -284,6 +284,20 @@ def test_a_bias_left_to_a_default_without_one_is_zero_and_never_trained():
     assert without.defaults() == {"c.bias": False}
 
 
+def test_a_conv_padding_left_to_default_is_none_unless_its_variant_pads_same():
+    model = Model.model_validate({"layers": {"c3": {"conv2d": [1, 1, 3], "padding": "default"},
+                                            "c5": {"conv2d": [1, 1, 5], "padding": "default"}, "a": {"linear": [2, 2]}}})
+    rng = np.random.default_rng(0)
+    values = {"c3.weight": rng.normal(size=(1, 1, 3, 3)), "c3.bias": np.zeros(1), "c5.weight": rng.normal(size=(1, 1, 5, 5)),
+              "c5.bias": np.zeros(1), "a.weight": np.eye(2), "a.bias": np.zeros(2)}
+    for variants, expected in [((), {"c3.padding": 0, "c5.padding": 0}),
+                               (["conv-default-pads-same"], {"c3.padding": 1, "c5.padding": 2})]:
+        runner = ref.ReferenceRunner(variants=variants)
+        runner.build(model, values)
+        runner.make_optimizer(ref.Optimizer(name="sgd"))
+        assert runner.defaults() == expected
+
+
 def test_a_positional_dropout_rate_is_the_keep_probability_only_under_its_variant():
     model = Model.model_validate({"layers": {"a": {"linear": [2, 2]}, "drop": {"dropout": 0.1, "positional": True}}})
     for variants, rate in [((), 0.1), (["dropout-positional-is-keep-prob"], 0.9)]:

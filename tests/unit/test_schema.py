@@ -219,6 +219,10 @@ def test_shipped_spec_is_valid_and_complete():
 @pytest.mark.parametrize("edit, message", [
     (("{linear: [2, 2]}", "{linear: [2, 2]}\n        n: {layernorm: 2, bias: false}"), "'bias' is a setting of linear and conv2d"),
     (("{linear: [2, 2]}", "{linear: [2, 2], positional: true}"), "'positional' writes a dropout's rate"),
+    (("{linear: [2, 2]}", "{linear: [2, 2], padding: default}"), "'padding' is a setting of conv2d layers, not of linear"),
+    (("{linear: [2, 2]}", "{linear: [2, 2]}\n        c: {conv2d: [1, 1, 3], padding: valid}"), "padding"),
+    (("{linear: [2, 2]}\n", "{linear: [2, 2]}\n        c: {conv2d: [1, 1, 3], padding: default}\n        d: {linear: [36, 2]}\n"),
+     "steps.1: conv2d 'c' leaves its padding to default, so the size of its output is the framework's"),
     (("optimizer: {name: sgd}", "optimizer: {name: sgd}\n    cross_entropy: {}"), "a cross-entropy takes class scores, a vector of 2"),
     (("optimizer: {name: sgd}", "optimizer: {name: sgd}\n    cross_entropy: {ignore_index: 2}"),
      "ignore_index 2 is a class of the 2"),
@@ -227,6 +231,8 @@ def test_shipped_spec_is_valid_and_complete():
 ])
 def test_loss_padding_bias_and_positional_settings_are_checked(tmp_path, edit, message):
     text = GOOD.replace("{linear: [2, 2]}", "{linear: [2, 1]}") if "class scores" in message else GOOD
+    if "steps.1" in message:
+        text = text.replace("- {path: [a]}", "- {path: [a]}\n      - {path: [c, d]}")
     assert message in error_of(tmp_path, text.replace(*edit))
 
 
