@@ -68,7 +68,7 @@ from flax import nnx
 
 from . import OFFERS, graph
 from ..base import Runner, Unavailable, Unsupported, build_layers, hold, loaded, nvidia_driver
-from ...spec import DROPOUT_PROBE, CrossEntropy, Model, Optimizer, defaults_of, param_names
+from ...spec import DROPOUT_PROBE, PADDING_PROBE, CrossEntropy, padding_from, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 
 ROLES = {"linear": {"weight": "kernel", "bias": "bias"}, "conv2d": {"weight": "kernel", "bias": "bias"},
@@ -155,7 +155,8 @@ class JaxRunner(Runner):
                 return nnx.Linear(*spec.linear, **_given(use_bias=spec.bias), rngs=rngs)
             if spec.conv2d:
                 c_in, c_out, k = spec.conv2d
-                return nnx.Conv(c_in, c_out, (k, k), padding="SAME", **_given(use_bias=spec.bias), rngs=rngs)
+                padding = {} if spec.padding == "default" else {"padding": "SAME"}
+                return nnx.Conv(c_in, c_out, (k, k), **padding, **_given(use_bias=spec.bias), rngs=rngs)
             if spec.embedding:
                 return nnx.Embed(*spec.embedding, rngs=rngs)
             if spec.layernorm:
@@ -326,6 +327,9 @@ class JaxRunner(Runner):
                     out[name] = layer.bias is not None
                 elif field == "rate":  # measured: the fraction of ones the built layer zeroes in train mode
                     out[name] = float(jnp.mean(layer(jnp.ones(DROPOUT_PROBE), deterministic=False) == 0))
+                elif field == "padding":  # measured: the side of the built layer's output on an image (NHWC)
+                    c_in, _, k = self.model.layers[owner].conv2d
+                    out[name] = padding_from(layer(jnp.ones((1, PADDING_PROBE, PADDING_PROBE, c_in))).shape[1], k)
                 elif field == "momentum":
                     out[name] = 1.0 - float(layer.momentum)
                 else:

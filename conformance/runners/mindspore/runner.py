@@ -89,7 +89,7 @@ from mindspore import nn, ops
 
 from . import OFFERS
 from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded
-from ...spec import DROPOUT_PROBE, CrossEntropy, Model, Optimizer, defaults_of, param_names
+from ...spec import DROPOUT_PROBE, PADDING_PROBE, CrossEntropy, padding_from, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 from .graph import compiled_update, keep_ir_out_of_cwd
 from .trainer import one_step_cell
@@ -176,9 +176,10 @@ class MindSporeRunner(Runner):
             bias = {} if spec.bias == "default" else {"has_bias": spec.bias}
             if spec.linear:
                 return nn.Dense(*spec.linear, **bias)
-            if spec.conv2d:  # nn.Conv2d pads 'same' unless told: pad_mode passed explicitly
+            if spec.conv2d:  # padding "same": pad_mode="pad" with k // 2, as a port writes torch's padding=k // 2
                 c_in, c_out, k = spec.conv2d
-                return nn.Conv2d(c_in, c_out, k, stride=1, pad_mode="pad", padding=k // 2, **bias)
+                padding = {} if spec.padding == "default" else {"pad_mode": "pad", "padding": k // 2}
+                return nn.Conv2d(c_in, c_out, k, stride=1, **padding, **bias)
             if spec.embedding:  # padding_idx only when the case sets one, as a user who needs one
                 padding = {} if spec.padding_idx is None else {"padding_idx": spec.padding_idx}
                 return nn.Embedding(*spec.embedding, **padding)
@@ -326,6 +327,11 @@ class MindSporeRunner(Runner):
                 continue
             if field == "rate":
                 out[name] = self._zeroed(self.layers[owner])
+                continue
+            if field == "padding":  # measured: the side of the built Cell's output on an image of ones
+                c_in, _, k = self.model.layers[owner].conv2d
+                y = self.layers[owner](ops.ones((1, c_in, PADDING_PROBE, PADDING_PROBE), ms.float32))
+                out[name] = padding_from(y.shape[-1], k)
                 continue
             if owner == "optimizer":
                 read = {"lr": lambda o: o.learning_rate, "weight_decay": lambda o: o.weight_decay,

@@ -22,7 +22,7 @@ import paddle
 
 from ..base import Unsupported, frozen_params
 from ...spec import layers as layer_kinds
-from ...spec import DROPOUT_PROBE, param_names
+from ...spec import DROPOUT_PROBE, PADDING_PROBE, param_names
 
 
 class _Path(paddle.nn.Layer):
@@ -253,7 +253,8 @@ class StaticProgram:
         with _static_mode(), paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
             layers, _ = self._make_layers(self.model, self._attrs)
             params = {p.name: p for p in main.global_block().all_parameters()}
-            settings = self.read_defaults(self.model, self.optimizer, layers, self._new_optimizer(None), self._static_rate)
+            settings = self.read_defaults(self.model, self.optimizer, layers, self._new_optimizer(None), self._static_rate,
+                                          self._static_sides(main, startup, layers))
             names = {self._var(n): n for n in param_names(self.model)}
             trainable = {names[v]: not p.stop_gradient for v, p in params.items()}
             if self.optimizer.params == "default":
@@ -265,6 +266,20 @@ class StaticProgram:
             else:
                 held = list(self.optimizer.params)
         return trainable, held, settings
+
+    def _static_sides(self, main, startup, layers) -> dict[str, int]:
+        """The side of each padding-default conv's output on a PADDING_PROBE image of ones, run in the program
+        the model is defined in (its parameters live in that program's block), from its startup's values."""
+        convs = {name: spec.conv2d[0] for name, spec in self.model.layers.items() if spec.padding == "default"}
+        if not convs:
+            return {}
+        shape = {name: [1, c_in, PADDING_PROBE, PADDING_PROBE] for name, c_in in convs.items()}
+        outputs = [layers[name](paddle.static.data(f"probe_{name}", shape[name], "float32")) for name in convs]
+        exe, scope = paddle.static.Executor(self.place), paddle.static.Scope()
+        exe.run(startup, scope=scope)
+        feed = {f"probe_{name}": np.ones(shape[name], np.float32) for name in convs}
+        got = exe.run(main, feed=feed, fetch_list=outputs, scope=scope)
+        return {name: np.asarray(y).shape[-1] for name, y in zip(convs, got)}
 
     def _static_rate(self, layer) -> float:
         """The fraction of DROPOUT_PROBE ones the dropout layer zeroes in a train-mode program of its own."""

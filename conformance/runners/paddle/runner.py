@@ -31,7 +31,7 @@ warnings.filterwarnings("ignore", message="When training, we now always track gl
 
 from . import OFFERS
 from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded
-from ...spec import DROPOUT_PROBE, CrossEntropy, Model, Optimizer, defaults_of, param_names
+from ...spec import DROPOUT_PROBE, PADDING_PROBE, CrossEntropy, padding_from, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 from .graph import StaticProgram, ToStatic
 from .trainer import HapiTrainer
@@ -62,10 +62,20 @@ def dropout_rate(layer) -> float:
     return zeroed
 
 
-def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt, rate=dropout_rate) -> dict[str, object]:
+def conv_sides(model: Model, layers: dict) -> dict[str, int]:
+    """Dygraph: the side of each padding-default conv's output on a PADDING_PROBE image of ones."""
+    with paddle.no_grad():
+        return {name: layers[name](paddle.ones([1, spec.conv2d[0], PADDING_PROBE, PADDING_PROBE])).shape[-1]
+                for name, spec in model.layers.items() if spec.padding == "default"}
+
+
+def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt, rate=dropout_rate,
+                  sides=None) -> dict[str, object]:
     """What the built layers and optimizer hold for each setting left to "default", in the spec's
     convention (BatchNorm momentum: the new batch's weight, 1 - paddle's momentum; a bias: whether the layer
-    holds one); a positional dropout's `rate`, measured by `rate(layer)`."""
+    holds one); a positional dropout's `rate`, measured by `rate(layer)`; a conv's `padding`, from the side of
+    its output on a PADDING_PROBE image (`sides`, measured by conv_sides where not given)."""
+    sides = conv_sides(model, layers) if sides is None else sides
     out = {}
     for name in defaults_of(model, optimizer):
         owner, field = name.split(".")
@@ -75,6 +85,8 @@ def read_defaults(model: Model, optimizer: Optimizer, layers: dict, opt, rate=dr
                 out[name] = layer.bias is not None
             elif field == "rate":
                 out[name] = rate(layer)
+            elif field == "padding":
+                out[name] = padding_from(sides[owner], model.layers[owner].conv2d[2])
             else:
                 out[name] = 1.0 - float(layer._momentum) if field == "momentum" else float(layer._epsilon)
         elif field == "lr":
@@ -144,7 +156,8 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
                 return paddle.nn.Linear(*spec.linear, weight_attr=a("weight"), **bias)
             if spec.conv2d:  # NCHW input, weight (out, in, kh, kw): the canonical layout
                 c_in, c_out, k = spec.conv2d
-                return paddle.nn.Conv2D(c_in, c_out, k, stride=1, padding=k // 2, weight_attr=a("weight"), **bias)
+                padding = {} if spec.padding == "default" else {"padding": k // 2}
+                return paddle.nn.Conv2D(c_in, c_out, k, stride=1, weight_attr=a("weight"), **padding, **bias)
             if spec.embedding:  # the default constructor: sparse=False, a dense gradient
                 return paddle.nn.Embedding(*spec.embedding, padding_idx=spec.padding_idx, weight_attr=a("weight"))
             if spec.dropout:  # mode "upscale_in_train" by default: the reference's scaling

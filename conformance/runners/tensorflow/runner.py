@@ -76,7 +76,7 @@ KERAS2 = keras.__version__.startswith("2.")
 import numpy as np  # noqa: E402
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded  # noqa: E402
-from ...spec import DROPOUT_PROBE, Model, Optimizer, defaults_of, param_names  # noqa: E402
+from ...spec import DROPOUT_PROBE, PADDING_PROBE, Model, padding_from, Optimizer, defaults_of, param_names  # noqa: E402
 from ...spec import layers as layer_kinds  # noqa: E402
 # graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
 from . import OFFERS, graph  # noqa: E402
@@ -192,7 +192,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
                     layer.build((None, spec.layernorm))
                 elif spec.conv2d:  # stride 1, "same" padding (k // 2 on each side for an odd k), NHWC
                     c_in, c_out, k = spec.conv2d
-                    layer = keras.layers.Conv2D(c_out, k, padding="same", name=name, **given(use_bias=spec.bias))
+                    layer = keras.layers.Conv2D(c_out, k, name=name, **given(use_bias=spec.bias, padding=spec.padding))
                     layer.build((None, None, None, c_in))
                 elif spec.embedding:
                     layer = keras.layers.Embedding(*spec.embedding, name=name)
@@ -359,6 +359,11 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 with tf.device(self.tf_device):
                     kept = self.layers[owner](tf.ones([DROPOUT_PROBE]), training=True)
                 out[name] = float(np.mean(kept.numpy() == 0))
+            elif field == "padding":  # measured: the side of the built layer's output on an image of ones (NHWC)
+                c_in, _, k = self.model.layers[owner].conv2d
+                with tf.device(self.tf_device):
+                    y = self.layers[owner](tf.ones([1, PADDING_PROBE, PADDING_PROBE, c_in]))
+                out[name] = padding_from(int(y.shape[1]), k)
             else:
                 out[name] = float(self.layers[owner].epsilon)
         return out

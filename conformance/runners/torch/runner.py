@@ -23,7 +23,7 @@ import torch
 
 from . import OFFERS, graph
 from ..base import Runner, Unavailable, build_layers, given_loss, hold, loaded, nvidia_driver
-from ...spec import DROPOUT_PROBE, Model, Optimizer, defaults_of, param_names
+from ...spec import DROPOUT_PROBE, PADDING_PROBE, Model, padding_from, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 
 
@@ -72,7 +72,8 @@ class TorchRunner(Runner):
                 return torch.nn.Linear(*spec.linear, **_given(bias=spec.bias))
             if spec.conv2d:  # stride 1 (the default), zero padding kernel // 2: the image keeps its size
                 c_in, c_out, k = spec.conv2d
-                return torch.nn.Conv2d(c_in, c_out, k, padding=k // 2, **_given(bias=spec.bias))
+                padding = {} if spec.padding == "default" else {"padding": k // 2}
+                return torch.nn.Conv2d(c_in, c_out, k, **padding, **_given(bias=spec.bias))
             if spec.embedding:  # dense gradient (sparse=False, the default)
                 return torch.nn.Embedding(*spec.embedding, padding_idx=spec.padding_idx)
             if spec.dropout:  # positional: Dropout(0.1), as ported code writes it
@@ -157,6 +158,11 @@ class TorchRunner(Runner):
             elif field == "rate":  # measured: the fraction of ones the layer zeroes in train mode
                 layer = self.layers[owner]
                 out[name] = float((layer.train()(torch.ones(DROPOUT_PROBE)) == 0).double().mean())
+            elif field == "padding":  # measured: the size of the built layer's output on an image
+                c_in, _, k = self.model.layers[owner].conv2d
+                with torch.no_grad():
+                    side = self.layers[owner](torch.ones(1, c_in, PADDING_PROBE, PADDING_PROBE, device=self.torch_device))
+                out[name] = padding_from(side.shape[-1], k)
             else:
                 value = self.opt.defaults[field] if owner == "optimizer" else getattr(self.layers[owner], field)
                 out[name] = [float(b) for b in value] if field == "betas" else float(value)
