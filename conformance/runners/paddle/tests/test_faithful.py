@@ -234,6 +234,8 @@ def test_defaults_read_back_are_the_constructors(instance_id):
             else:
                 want = _signature_default(cls, PADDLE_ARG[field])
                 want = 0.0 if want is None else want  # weight_decay=None: no regularizer
+        elif field == "padding":  # pixels per side, measured on an image
+            want = _signature_default(paddle.nn.Conv2D, "padding")
         elif field == "bias":  # bias_attr=None makes a bias, bias_attr=False none
             layer = case.model.layers[owner]
             want = _signature_default(paddle.nn.Linear if layer.linear else paddle.nn.Conv2D, "bias_attr") is not False
