@@ -325,6 +325,12 @@ GENERATED_PREFIX = {"linear": "linear", "conv2d": "conv2d", "embedding": "embedd
 GENERATED_SUFFIX = {"weight": "w_0", "bias": "b_0", "running_mean": "w_1", "running_var": "w_2"}
 
 
+# ---------------------------------------------------------------- data parallelism
+# How a replica-grads-* variant weighs each replica's mean-loss gradient: (its rows, the global batch, replicas).
+REPLICA_WEIGHTS = {"replica-grads-summed": lambda n, total, replicas: 1.0,
+                   "replica-grads-averaged": lambda n, total, replicas: 1.0 / replicas}
+
+
 # ---------------------------------------------------------------- scenario oracle
 PLAIN_CONTAINERS = ("plain_list", "plain_dict", "plain_tuple")
 
@@ -533,8 +539,32 @@ class ReferenceRunner(Runner):
         # a path's first compiled call overwrites: each parameter's first contribution replaces its gradient
         self._set_once = set() if first_call and "compiled-first-call-sets-grads" in self.variants else None
         if backward:
-            self._backward(tape, d_scores)
+            self._backward(tape, d_scores * self._grad_scale)
             self._fill_missing_grads()
+        return value
+
+    def forward_replicas(self, shards, x, target, train, backward, loss=None):
+        """A data-parallel step, every replica in turn: `shards` is each replica's (path, rows of the global
+        batch), in rank order. The reference is one device on the global batch with the mean loss: each replica's
+        gradient weighs its share of the batch (with equal paths, one forward on the whole batch, BatchNorm over
+        all of it). A replica-grads-* variant combines the replicas' own mean-loss gradients instead (summed, or
+        averaged over the replicas), each replica normalising with its own rows' statistics; the running
+        statistics are then replica 0's, the ones a run reports. Returns the global batch's mean loss."""
+        combine = next((REPLICA_WEIGHTS[v] for v in sorted(self.variants) if v in REPLICA_WEIGHTS), None)
+        if combine is None and len({tuple(path) for path, _ in shards}) == 1:
+            return self.forward(shards[0][0], x, target, train, backward, loss=loss)
+        total, value = len(x), 0.0
+        statistics = [n for n in self.values_ if n.split(".")[1] in ("running_mean", "running_var")]
+        for rank, (path, rows) in enumerate(shards):
+            rows = list(rows)
+            kept = {n: self.values_[n].copy() for n in statistics} if rank else {}
+            self._grad_scale = (combine or (lambda n, b, r: n / b))(len(rows), total, len(shards))
+            try:
+                value += len(rows) / total * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train,
+                                                          backward, loss=loss)
+            finally:
+                self._grad_scale = 1.0
+                self.values_.update(kept)  # another replica's statistics stay on that replica
         return value
 
     def _batchnorm_skipped(self, layer: str, y, train: bool) -> bool:
@@ -632,6 +662,7 @@ class ReferenceRunner(Runner):
 
     clear_mode: ClearMode = "default"
     _set_once: set | None = None
+    _grad_scale = 1.0  # a data-parallel replica's weight in the combined gradient (forward_replicas)
 
     def clear_grads(self, mode: ClearMode):
         if mode == "default" and "clear-default-zero-fills" in self.variants:

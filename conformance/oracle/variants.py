@@ -303,6 +303,15 @@ VARIANTS: dict[str, Variant] = {
         "a cross-entropy's mean over a batch whose samples are all ignored is NaN and so is its gradient: one "
         "update makes every parameter upstream NaN for good",
         "a cross-entropy's mean over a batch whose samples are all ignored is 0/0, NaN, and its gradient zero"),
+    "replica-grads-summed": Variant(
+        "data-parallel replicas' gradients are summed: each update is the replica count times the single-device "
+        "one on the global batch (each replica normalises with its own rows' BatchNorm statistics)",
+        "data-parallel training equals one device on the global batch with the mean loss"),
+    "replica-grads-averaged": Variant(
+        "data-parallel replicas' gradients are averaged over the replicas, each the gradient of its own rows' mean: "
+        "with unequal shares the samples of a smaller share weigh more (each replica normalises with its own rows' "
+        "BatchNorm statistics)",
+        "data-parallel training equals one device on the global batch with the mean loss: every sample weighs the same"),
     "momentum-default-0.9": Variant(
         "a momentum optimizer built without momentum uses 0.9",
         "a momentum optimizer built without momentum uses 0 (torch SGD's default: plain SGD)"),

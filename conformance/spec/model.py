@@ -242,6 +242,26 @@ class CrossEntropy(_Strict):
         return TORCH_IGNORE_INDEX if self.ignore_index == "default" else self.ignore_index
 
 
+class DataParallel(_Strict):
+    """Data-parallel training: `replicas` copies of the model, each fed its share of every global batch (in rank
+    order), whose gradients the framework's distributed engine combines before each update. The reference is the
+    same model trained on one device on the global batch with the mean loss (over the samples, whatever replica
+    took them)."""
+    replicas: int = Field(2, ge=2, le=8)
+    """the replicas (processes or devices) training together; a run with that many replicas executes the case"""
+    shares: list[Annotated[int, Field(ge=1)]] | None = None
+    """samples of each global batch per replica, in rank order, summing to the batch size; default: equal shares"""
+    find_unused: bool = False
+    """the engine is told that a parameter may get no gradient on a step (torch's and paddle's
+    find_unused_parameters=True); without it, an engine may refuse such a step"""
+
+    def rows(self, batch_size: int) -> list[range]:
+        """The global batch's rows each replica takes, in rank order."""
+        shares = self.shares or [batch_size // self.replicas] * self.replicas
+        starts = [sum(shares[:r]) for r in range(len(shares))]
+        return [range(start, start + n) for start, n in zip(starts, shares)]
+
+
 class Step(_Strict):
     path: list[str] = Field(min_length=1)
     """the layers the forward runs, in order"""
@@ -273,6 +293,9 @@ class Step(_Strict):
     """before this step: layers or parameters to mark trainable again"""
     lr: NonNegative | None = None
     """the learning rate from this step on (a schedule)"""
+    replica_paths: dict[Annotated[int, Field(ge=0)], list[str]] = {}
+    """data-parallel: per replica (its rank), the path it runs instead of `path`, as a model whose forward
+    branches on its input does (a layer some replicas use and others do not)"""
 
 
 GradCheck = Literal["none", "zero", "none_or_zero", "nonzero", "reference"]
@@ -304,6 +327,8 @@ class Expect(_Strict):
     """per parameter or statistic of an `init: default` layer, its value as built: reference is the same
     constant as the oracle's default initialization (torch's constructor), or a random draw with the same mean
     and standard deviation within the sampling error of two draws of its size"""
+    agree: list[str] = []
+    """data-parallel: parameters or statistics that every replica holds the same value of after each step looked at"""
     when: dict[str, Union[str, list[str]]] = {}
     """only for the instances whose matrix or variant axes have these values"""
 
@@ -316,8 +341,8 @@ class Expect(_Strict):
 
     @model_validator(mode="after")
     def _step_needed(self):
-        if (self.grad or self.value or self.loss or self.raises is not None) and self.step is None:
-            raise ValueError("'grad', 'value', 'loss' and 'raises' checks need 'step'")
+        if (self.grad or self.value or self.loss or self.raises is not None or self.agree) and self.step is None:
+            raise ValueError("'grad', 'value', 'loss', 'raises' and 'agree' checks need 'step'")
         return self
 
 
@@ -365,6 +390,8 @@ class Case(_Strict):
     """of the reference checks"""
     cross_entropy: CrossEntropy | None = None
     """the loss: cross-entropy against integer class labels, instead of the mean squared error against a target"""
+    data_parallel: DataParallel | None = None
+    """the case trains data-parallel: its runs are those with that many replicas"""
     timeout: float | None = Field(None, gt=0, le=3600, allow_inf_nan=False)
     """seconds; overrides the run's per-case limit"""
     steps: list[Step] = Field(min_length=1, max_length=1000)
@@ -427,6 +454,31 @@ class Case(_Strict):
                     raise ValueError(f"steps.{i}: 'all_padding' needs an embedding with a padding_idx first on "
                                      f"the path, or a cross-entropy with an ignore_index")
 
+    def _replicas_fit(self):
+        """Shares that split the batch among the replicas, replica paths of replicas that exist, and no BatchNorm
+        on a path only some replicas run (its statistics would have no single-device equivalent)."""
+        dp = self.data_parallel
+        wants = [e for e in self.expect if e.agree] + [s for s in self.steps if s.replica_paths]
+        if dp is None:
+            if wants:
+                raise ValueError("'replica_paths' and 'agree' need 'data_parallel'")
+            return
+        if dp.shares is not None and (len(dp.shares) != dp.replicas or sum(dp.shares) != self.batch_size):
+            raise ValueError(f"'shares' {dp.shares}: {dp.replicas} shares summing to the batch size {self.batch_size}")
+        if dp.shares is None and self.batch_size % dp.replicas:
+            raise ValueError(f"batch size {self.batch_size} does not split equally among {dp.replicas} replicas: give 'shares'")
+        for i, step in enumerate(self.steps):
+            for rank, path in step.replica_paths.items():
+                if rank >= dp.replicas:
+                    raise ValueError(f"steps.{i}.replica_paths: replica {rank} of {dp.replicas} (ranks count from 0)")
+                if any(self.model.spec(n).batchnorm for n in path + step.path):
+                    raise ValueError(f"steps.{i}: a BatchNorm on a path only some replicas run has no single-device "
+                                     "equivalent")
+                if self.model.shapes(path)[-1] != self.model.shapes(step.path)[-1]:
+                    raise ValueError(f"steps.{i}.replica_paths: replica {rank}'s path ends in another shape than 'path'")
+            if step.batch_size is not None:
+                raise ValueError(f"steps.{i}: a data-parallel step takes the case's batch, split by 'shares'")
+
     def cost(self) -> tuple[int, int]:
         """(numbers observed over the run: every parameter and statistic before and after each step and
         each step's gradients; numbers of the largest step's activations over the batch)."""
@@ -475,6 +527,7 @@ class Case(_Strict):
             if layer.eps == "default" and not layer.width:
                 raise ValueError(f"layer {name!r}: 'eps' is a BatchNorm / LayerNorm setting")
         self._loss_fits()
+        self._replicas_fit()
         if self.optimizer.no_decay_names and self.model.contained:
             raise ValueError("'no_decay_names' with layers in a container: a filter would see the container's "
                              "names (blocks.0.weight), which the reference does not model")
@@ -482,7 +535,7 @@ class Case(_Strict):
         named += self.optimizer.params if isinstance(self.optimizer.params, list) else []
         drawn = [n for n, layer in layers.items() if layer.init == "default"]
         for e in self.expect:
-            named += [*e.grad, *e.value, *e.in_optimizer, *e.trainable, *e.decayed, *e.initial]
+            named += [*e.grad, *e.value, *e.in_optimizer, *e.trainable, *e.decayed, *e.initial, *e.agree]
             for name in e.initial:
                 if name.split(".")[0] not in drawn:
                     raise ValueError(f"'initial {name}': its layer starts from the case's values; "
@@ -547,7 +600,8 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "init-default": "layers left to the framework's own initialization",
             "per-sample-loss": "a backward pass on a loss left per sample (not reduced to a scalar)",
             "cross-entropy": "a cross-entropy loss against class labels",
-            "positional-args": "layer arguments written positionally"}
+            "positional-args": "layer arguments written positionally",
+            "data-parallel": "data-parallel training on several replicas"}
 
 
 def features_of(case: Case) -> list[str]:
@@ -565,7 +619,8 @@ def features_of(case: Case) -> list[str]:
             "init-default": any(layer.init == "default" for layer in case.model.layers.values()),
             "per-sample-loss": any(not s.reduce for s in case.steps),
             "cross-entropy": case.cross_entropy is not None,
-            "positional-args": any(layer.positional for layer in case.model.layers.values())}
+            "positional-args": any(layer.positional for layer in case.model.layers.values()),
+            "data-parallel": case.data_parallel is not None}
     return [f for f in FEATURES if used[f]]
 
 

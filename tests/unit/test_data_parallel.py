@@ -1,0 +1,86 @@
+"""The data-parallel vocabulary and its oracle: data-parallel training is one device on the global batch with the
+mean loss; the replica-grads-* variants combine the replicas' own gradients otherwise."""
+import numpy as np
+import pytest
+
+from conformance.oracle import reference as ref
+from conformance.spec import Model, SpecError, load_spec
+
+LAYERS = {"a": {"linear": [3, 4]}, "b": {"linear": [4, 2]}, "c": {"linear": [4, 2]}}
+
+
+def grads_after(shards, variants=(), batch=8):
+    model = Model.model_validate({"layers": LAYERS})
+    rng = np.random.default_rng(0)
+    values = {n: rng.normal(size=s) for n, s in [("a.weight", (3, 4)), ("a.bias", (4,)), ("b.weight", (4, 2)),
+                                                  ("b.bias", (2,)), ("c.weight", (4, 2)), ("c.bias", (2,))]}
+    runner = ref.ReferenceRunner(variants=variants)
+    runner.build(model, values)
+    runner.make_optimizer(ref.Optimizer(name="sgd"))
+    x, t = rng.normal(size=(batch, 3)), rng.normal(size=(batch, 2))
+    loss = runner.forward_replicas(shards, x, t, True, True)
+    return loss, runner.grads(), (runner, x, t)
+
+
+def test_replicas_on_one_path_are_one_device_on_the_global_batch():
+    loss, grads, (runner, x, t) = grads_after([(["a", "b"], range(0, 4)), (["a", "b"], range(4, 8))])
+    single, _, _ = grads_after([(["a", "b"], range(0, 8))])
+    assert np.isclose(loss, single)
+    summed_loss, summed, _ = grads_after([(["a", "b"], range(0, 4)), (["a", "b"], range(4, 8))], ["replica-grads-summed"])
+    assert np.isclose(summed_loss, loss) and np.allclose(summed["a.weight"], 2 * grads["a.weight"])
+    averaged = grads_after([(["a", "b"], range(0, 4)), (["a", "b"], range(4, 8))], ["replica-grads-averaged"])[1]
+    assert np.allclose(averaged["a.weight"], grads["a.weight"])  # equal shares: the average is the global mean
+
+
+def test_unequal_shares_weigh_each_sample_the_same_unless_averaged_per_replica():
+    shards = [(["a", "b"], range(0, 6)), (["a", "b"], range(6, 8))]
+    reference = grads_after(shards)[1]
+    averaged = grads_after(shards, ["replica-grads-averaged"])[1]
+    assert np.allclose(reference["a.weight"], grads_after([(["a", "b"], range(0, 8))])[1]["a.weight"])
+    assert not np.allclose(averaged["a.weight"], reference["a.weight"])
+
+
+def test_a_layer_one_replica_uses_gets_its_share_of_the_global_gradient():
+    """Replica 1 runs a -> c: c's gradient is the global mean loss's, that replica's rows weighing 4 of 8."""
+    _, grads, (runner, x, t) = grads_after([(["a", "b"], range(0, 4)), (["a", "c"], range(4, 8))])
+    alone = ref.ReferenceRunner()
+    alone.build(Model.model_validate({"layers": LAYERS}), runner.values())
+    alone.make_optimizer(ref.Optimizer(name="sgd"))
+    alone.forward(["a", "c"], x[4:], t[4:], True, True)
+    assert np.allclose(grads["c.weight"], 0.5 * alone.grads()["c.weight"]) and grads["b.weight"] is not None
+
+
+CASE = """\
+topic: gradient_flow
+cases:
+  - id: dp
+    title: t
+    references: [https://example.org/doc]
+    data_parallel: {replicas: 2}
+    model:
+      layers:
+        a: {linear: [2, 2]}
+        bn: {batchnorm: 2}
+        c: {linear: [2, 2]}
+    optimizer: {name: sgd}
+    steps:
+      - {path: [a, c]}
+    expect:
+      - {step: 0, agree: [a.weight]}
+"""
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("{replicas: 2}", "{replicas: 2, shares: [3, 3]}"), "2 shares summing to the batch size 8"),
+    (("{replicas: 2}", "{replicas: 3}"), "batch size 8 does not split equally among 3 replicas"),
+    (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {2: [a]}}"), "replica 2 of 2"),
+    (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {1: [a, bn, c]}}"), "a BatchNorm on a path only some"),
+    (("    data_parallel: {replicas: 2}\n", ""), "'replica_paths' and 'agree' need 'data_parallel'"),
+])
+def test_data_parallel_settings_are_checked(tmp_path, edit, message):
+    (tmp_path / "dp.yaml").write_text(CASE.replace(*edit))
+    with pytest.raises(SpecError, match=message):
+        load_spec(tmp_path)
+    (tmp_path / "dp.yaml").write_text(CASE)
+    (instance,) = load_spec(tmp_path)
+    assert [list(r) for r in instance.case.data_parallel.rows(8)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
