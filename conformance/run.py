@@ -36,6 +36,8 @@ AXES = (
          "loop: the hand-written training loop; trainer: the framework's own trainer", scope="apis", plain="loop"),
     Axis("backend", None, "", "what compiles the graph in graph mode (the room's first one if absent)",
          scope="backends"),
+    Axis("replicas", ("1", "2"), "1", "data-parallel replicas training one model together through the framework's "
+         "distributed engine (1: a single process on one device)", scope="replicas", plain="1"),
 )
 AXIS = {axis.name: axis for axis in AXES}
 
@@ -49,6 +51,7 @@ class Run:
     mode: str = "eager"
     api: str = "loop"
     backend: str = ""
+    replicas: str = "1"
 
     def replace(self, **axes) -> "Run":
         return dataclasses.replace(self, **axes)
@@ -59,7 +62,8 @@ class Run:
         torch-2.13.0-cpu-graph+inductor-loop (versions and backends are the adapter's words)."""
         safe = lambda text: re.sub(r"[^A-Za-z0-9.+_]", "_", text) or "_"
         mode = f"{safe(self.mode)}+{safe(self.backend)}" if self.backend else safe(self.mode)
-        return "-".join((safe(self.framework), safe(self.version), safe(self.device), mode, safe(self.api)))
+        api = safe(self.api) + ("" if self.replicas == "1" else f"+dp{safe(self.replicas)}")
+        return "-".join((safe(self.framework), safe(self.version), safe(self.device), mode, api))
 
     @property
     def line(self) -> str:
@@ -70,20 +74,23 @@ class Run:
 
     @property
     def execution(self) -> str:
-        """Mode (with its backend) and api: what tells apart the runs of one version on one device."""
-        return f"{self.mode}{f' ({self.backend})' if self.backend else ''} {self.api}"
+        """Mode (with its backend), api and replicas: what tells apart the runs of one version on one device."""
+        replicas = "" if self.replicas == "1" else f", {self.replicas} replicas"
+        return f"{self.mode}{f' ({self.backend})' if self.backend else ''} {self.api}{replicas}"
 
     @property
     def label(self) -> str:
         """What tells this run apart beside framework and version; empty for a cpu eager loop."""
         mode = f"{self.mode} ({self.backend})" if self.backend else self.mode
         shown = (("device", self.device), ("mode", mode), ("api", self.api))
-        return " ".join(value for axis, value in shown if value != AXIS[axis].plain)
+        words = [value for axis, value in shown if value != AXIS[axis].plain]
+        return " ".join(words + ([] if self.replicas == "1" else [f"{self.replicas} replicas"]))
 
     def describe(self) -> str:
-        """e.g. "paddle 2.6.2 (cpu, graph (to_static), loop)"."""
+        """e.g. "paddle 2.6.2 (cpu, graph (to_static), loop)", "torch 2.13.0 (cpu, eager, loop, 2 replicas)"."""
         mode = f"{self.mode} ({self.backend})" if self.backend else self.mode
-        return f"{self.framework} {self.version} ({self.device}, {mode}, {self.api})"
+        replicas = "" if self.replicas == "1" else f", {self.replicas} replicas"
+        return f"{self.framework} {self.version} ({self.device}, {mode}, {self.api}{replicas})"
 
 
 def scoped(scope: dict, run: Run) -> bool:

@@ -84,3 +84,11 @@ def test_data_parallel_settings_are_checked(tmp_path, edit, message):
     (tmp_path / "dp.yaml").write_text(CASE)
     (instance,) = load_spec(tmp_path)
     assert [list(r) for r in instance.case.data_parallel.rows(8)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_a_data_parallel_run_is_named_by_its_replicas_and_a_single_process_run_as_before():
+    from conformance.run import Run
+    single, replicated = Run("torch", "2.13.0"), Run("torch", "2.13.0", replicas="2")
+    assert single.name == "torch-2.13.0-cpu-eager-loop" and single.label == ""
+    assert replicated.name == "torch-2.13.0-cpu-eager-loop+dp2" and replicated.label == "2 replicas"
+    assert replicated.line == "torch-cpu-eager-loop+dp2" and replicated.describe() == "torch 2.13.0 (cpu, eager, loop, 2 replicas)"
