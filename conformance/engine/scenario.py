@@ -23,6 +23,7 @@ class StepObservation:
     grads: dict[str, np.ndarray | None]  # after backward, before the update
     values: dict[str, np.ndarray]        # after the update
     raised: str | None = None            # the error a step the case lets raise raised (its loss is then NaN)
+    disagree: frozenset[str] = frozenset()  # data parallelism: what some replica holds another value of
 
 
 @dataclass
@@ -130,6 +131,12 @@ def observe(runner: Runner, case: Case) -> Observation:
     lacking = [f for f in features_of(case) if f not in runner.features]
     if lacking:
         raise Unsupported(f"the {runner.framework} adapter does not express {FEATURES[lacking[0]]}")
+    replicas = case.data_parallel.replicas if case.data_parallel else 1
+    if not runner.emulates_replicas and runner.run.replicas != str(replicas):
+        raise Unsupported(f"a data-parallel case of {replicas} replicas: it runs with --replicas {replicas}"
+                          if replicas > 1 else "a single-process case: it runs in the runs with --replicas 1")
+    if case.data_parallel and not runner.emulates_replicas:
+        raise Unsupported(f"the {runner.framework} room has no rank group for data-parallel runs yet")
     runner.build(case.model, initial_values(case))
     runner.make_optimizer(case.optimizer)
     trainer = runner.api == "trainer"
@@ -139,6 +146,7 @@ def observe(runner: Runner, case: Case) -> Observation:
                       initial=runner.values(), grads_observed=not trainer,
                       defaults=runner.defaults() if defaults_of(case.model, case.optimizer) else {})
     raising = may_raise(case)
+    dp = case.data_parallel
     for index, step in enumerate(schedule(case)):
         x, t = batch(case, index if step.batch is None else step.batch, step.path, step.batch_size, step.all_padding)
         if step.freeze or step.unfreeze:
@@ -156,7 +164,12 @@ def observe(runner: Runner, case: Case) -> Observation:
             else:
                 if step.clear and not trainer:
                     runner.clear_grads(case.clear)
-                loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward, **per_sample, **loss_fn)
+                if dp:  # every replica's path over its rows of the global batch
+                    shards = [(step.replica_paths.get(r, step.path), rows) for r, rows in enumerate(dp.rows(len(x)))]
+                    loss = runner.forward_replicas(shards, x, t, train=step.train, backward=step.backward, **loss_fn)
+                else:
+                    loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward, **per_sample,
+                                          **loss_fn)
                 grads = runner.grads() if not trainer else dict.fromkeys(obs.initial)
                 if step.update:
                     runner.update()
@@ -169,7 +182,8 @@ def observe(runner: Runner, case: Case) -> Observation:
             obs.steps.append(StepObservation(loss=float("nan"), grads=dict.fromkeys(obs.initial),
                                              values=runner.values(), raised=_one_line(exc)))
             continue
-        obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values()))
+        obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values(),
+                                         disagree=frozenset(runner.disagreeing()) if dp else frozenset()))
         if runner.drew_random and obs.random_from is None:
             obs.random_from = index
     obs.decayed = runner.decayed()
@@ -280,5 +294,8 @@ def checked(obs, case: Case, like: Observation) -> Observation:
         grads = _dict_of(getattr(step, "grads", None), names, f"step {i} grads",
                          lambda g, what, name: None if g is None else array(g, what, name))
         values = _dict_of(getattr(step, "values", None), names, f"step {i} values", array)
-        clean.steps.append(StepObservation(loss=loss, grads=grads, values=values, raised=raised))
+        disagree = getattr(step, "disagree", frozenset())
+        if type(disagree) is not frozenset or not disagree <= set(names):
+            raise BadObservation(f"step {i} disagree is not a set of the case's parameter names")
+        clean.steps.append(StepObservation(loss=loss, grads=grads, values=values, raised=raised, disagree=disagree))
     return clean

@@ -114,6 +114,8 @@ def probes(instance: Instance):
             yield f"value {name}", want, exp.step, "value", name
         if exp.loss:
             yield "loss", "reference", exp.step, "loss", None
+        for name in exp.agree:
+            yield f"replicas agree on {name}", "agree", exp.step, "agree", name
         if exp.raises is not None:
             yield "raises", exp.raises, exp.step, "raises", None
         if exp.loss_differs:
@@ -183,6 +185,10 @@ def _check(instance: Instance, obs: Observation, other: Observation, against_spe
             continue
 
         def one(i, kind=kind, name=name, want=want):
+            if kind == "agree":
+                split = name in obs.steps[i].disagree
+                expected = True if against_spec else name not in other.steps[i].disagree
+                return (not split) == expected, "replicas differ" if split else "every replica holds the same"
             if kind == "raises":
                 raised = obs.steps[i].raised
                 expected = want if against_spec else other.steps[i].raised is not None

@@ -380,6 +380,7 @@ class ReferenceRunner(Runner):
         self.dropout_rng = np.random.default_rng(0)
         self.drew_random = False
         self.lookup_squares = {}  # adam-squares-each-lookup: embedding weight -> its lookups' squares, summed
+        self.replica_statistics = {}  # data parallelism: replica (but 0) -> its own running statistics
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -557,15 +558,24 @@ class ReferenceRunner(Runner):
         statistics = [n for n in self.values_ if n.split(".")[1] in ("running_mean", "running_var")]
         for rank, (path, rows) in enumerate(shards):
             rows = list(rows)
-            kept = {n: self.values_[n].copy() for n in statistics} if rank else {}
+            ours = {n: self.values_[n].copy() for n in statistics} if rank else {}  # replica 0's, the reported ones
+            if rank:  # this replica's own statistics, which started as everyone's
+                self.values_.update(self.replica_statistics.setdefault(rank, dict(ours)))
             self._grad_scale = (combine or (lambda n, b, r: n / b))(len(rows), total, len(shards))
             try:
                 value += len(rows) / total * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train,
                                                           backward, loss=loss)
             finally:
                 self._grad_scale = 1.0
-                self.values_.update(kept)  # another replica's statistics stay on that replica
+                if rank:
+                    self.replica_statistics[rank] = {n: self.values_[n].copy() for n in statistics}
+                    self.values_.update(ours)
         return value
+
+    def disagreeing(self) -> set[str]:
+        """The statistics some replica holds another value of than replica 0 (parameters get one combined update)."""
+        return {n for state in self.replica_statistics.values() for n, v in state.items()
+                if not np.array_equal(v, self.values_[n], equal_nan=True)}
 
     def _batchnorm_skipped(self, layer: str, y, train: bool) -> bool:
         """A BatchNorm in train mode with one value per channel: raises as torch's does, or under
@@ -663,6 +673,7 @@ class ReferenceRunner(Runner):
     clear_mode: ClearMode = "default"
     _set_once: set | None = None
     _grad_scale = 1.0  # a data-parallel replica's weight in the combined gradient (forward_replicas)
+    emulates_replicas = True  # runs every replica of a data-parallel step itself (forward_replicas)
 
     def clear_grads(self, mode: ClearMode):
         if mode == "default" and "clear-default-zero-fills" in self.variants:

@@ -64,6 +64,8 @@ class Runner(ABC):
     features: frozenset[str] = frozenset()  # spec features beyond the core it expresses (spec.FEATURES)
     # set by forward when it drew a random number no other runner shares (the oracle's dropout mask)
     drew_random: bool = False
+    # the oracle runs every replica of a data-parallel step itself; a room's runner is one replica of a rank group
+    emulates_replicas: bool = False
 
     def __init__(self, run: Run | None = None, **axes):
         """Runner(run), or Runner(mode="graph", ...) for a run of this framework with those axes;

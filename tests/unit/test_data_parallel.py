@@ -92,3 +92,42 @@ def test_a_data_parallel_run_is_named_by_its_replicas_and_a_single_process_run_a
     assert single.name == "torch-2.13.0-cpu-eager-loop" and single.label == ""
     assert replicated.name == "torch-2.13.0-cpu-eager-loop+dp2" and replicated.label == "2 replicas"
     assert replicated.line == "torch-cpu-eager-loop+dp2" and replicated.describe() == "torch 2.13.0 (cpu, eager, loop, 2 replicas)"
+
+
+DP_CASES = """\
+topic: batchnorm
+cases:
+  - id: dp-bn
+    title: t
+    references: [https://example.org/doc]
+    matrix: {optimizer: [sgd, adam]}
+    data_parallel: {replicas: 2}
+    model:
+      layers:
+        a: {linear: [3, 4]}
+        bn: {batchnorm: 4}
+        b: {linear: [4, 2]}
+    optimizer: {name: sgd, lr: 0.1}
+    steps:
+      - {path: [a, bn, b], repeat: 2}
+    expect:
+      - {step: all, loss: reference, grad: {a.weight: reference}, value: {a.weight: reference}, agree: [a.weight, bn.running_mean]}
+"""
+
+
+def test_the_oracle_observes_a_data_parallel_case_and_a_summing_engine_diverges(tmp_path):
+    """The engine drives the oracle's replicas; a model of an engine that sums the replicas' gradients (with
+    BatchNorm statistics per replica) is told apart from the reference on every check, agree included."""
+    from conformance.engine.judge import run_instance
+    from conformance.oracle.known import KnownVariant
+    (tmp_path / "dp.yaml").write_text(DP_CASES)
+    for instance in load_spec(tmp_path):
+        assert run_instance(ref.ReferenceRunner(), instance, []).verdict == "conform"
+        summing = ref.ReferenceRunner(variants=["replica-grads-summed"])
+        record = run_instance(summing, instance, [])
+        failed = {c.check.split(" @")[0] for c in record.checks if not c.held}
+        assert record.verdict == "divergence" and {"replicas agree on bn.running_mean", "value a.weight"} <= failed
+        assert "replicas agree on a.weight" not in failed
+        explained = run_instance(ref.ReferenceRunner(variants=["replica-grads-summed"]), instance,
+                                 [KnownVariant(variant="replica-grads-summed", reason="r", link=None)])
+        assert explained.unexplained is None

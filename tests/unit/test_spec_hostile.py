@@ -275,4 +275,4 @@ def test_init_default_checks(tmp_path, change, needle):
 
 def test_a_raises_check_needs_its_step(tmp_path):
     msg = error_of(tmp_path, GOOD.replace("{step: 0, grad: {a.weight: nonzero}}", "{raises: true}"))
-    assert "'raises' checks need 'step'" in msg and "\n" not in msg
+    assert "'raises' and 'agree' checks need 'step'" in msg and "\n" not in msg
