@@ -25,7 +25,7 @@ from . import results
 from .engine.judge import DEFAULT_TIMEOUT, explain, one_line
 from .engine.worker import TAG, Worker, WorkerFailed, end_strays, run_isolated, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
-from .run import AXES, Run
+from .run import AXES, Run, takes
 from .runners import FRAMEWORKS, ROOMS, FrameworkMissing, Unavailable, Unsupported, adapter_path, offers
 from .spec import SPEC_DIR, SpecError, load_spec
 
@@ -290,6 +290,13 @@ def cmd_run(args) -> int:
         selected = _select(spec, args.k, args.case)
         known = load_known(args.framework, args.known)
         run = workers[0].start()
+        # the run's own cases: a data-parallel case runs only in the runs of its replicas, and the others in none
+        ours = [i for i in selected if takes(run, i.case)]
+        if selected and not ours:
+            raise UsageError(f"none of the {len(selected)} instances asked for runs with --replicas {run.replicas}: "
+                             f"{selected[0].id} trains on {selected[0].case.replicas} (--replicas "
+                             f"{selected[0].case.replicas})")
+        spec, selected = [i for i in spec if takes(run, i.case)], ours
         # one file per run, named by its axes: another version, device, mode or api never overwrites it
         out = chosen or _out_file(str(results.RESULTS_DIR / f"{run.name}.json"))
         try:

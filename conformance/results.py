@@ -45,6 +45,7 @@ class VariantRecord(BaseModel):
     link: Text | None        # None: no upstream page states it
     snippet: Text            # the standalone script that confirms it
     devices: list[Text] = []  # empty: every device
+    replicas: list[Text] = []  # empty: every replica count
 
     @classmethod
     def of(cls, known: KnownVariant) -> "VariantRecord":
@@ -105,6 +106,7 @@ class Environment(BaseModel):
     mode: Text
     api: Text = "loop"  # the hand-written training loop; a framework's own trainer is another api
     backend: Text = ""  # what compiled the graph in graph mode (torch.compile's backend, ...)
+    replicas: Text = "1"  # data-parallel replicas ("1": a single process)
     accelerator: Text = ""  # the adapter's line on the device it computed on ("" on the cpu)
     packages: dict[Text, Text] = {}  # versions of the packages beside the framework (keras; flax, optax)
     python: Text
@@ -117,7 +119,7 @@ class Environment(BaseModel):
 
     @property
     def run(self) -> Run:
-        return Run(self.framework, self.framework_version, self.device, self.mode, self.api, self.backend)
+        return Run(self.framework, self.framework_version, self.device, self.mode, self.api, self.backend, self.replicas)
 
 
 class Results(BaseModel):
@@ -163,7 +165,7 @@ def results_dirs() -> list[Path]:
 
 def environment(run: Run, spec_dir, started: str, accelerator: str = "", packages: dict | None = None) -> Environment:
     return Environment(framework=run.framework, framework_version=run.version, device=run.device, mode=run.mode,
-                       api=run.api, backend=run.backend, accelerator=accelerator, packages=packages or {},
+                       api=run.api, backend=run.backend, replicas=run.replicas, accelerator=accelerator, packages=packages or {},
                        python=platform.python_version(), numpy=np.__version__,
                        platform=f"{platform.system()}-{platform.machine()} ({sys.platform})",
                        suite_sha=suite_sha(), spec_hash=spec_hash(spec_dir), started=started)

@@ -93,6 +93,12 @@ class Run:
         return f"{self.framework} {self.version} ({self.device}, {mode}, {self.api}{replicas})"
 
 
+def takes(run: Run, case) -> bool:
+    """Whether the run executes the case: a single-process run its single-process cases, a run of n replicas the
+    data-parallel cases of n (spec Case.replicas). The others are no part of its results."""
+    return run.replicas == str(case.replicas)
+
+
 def scoped(scope: dict, run: Run) -> bool:
     """Whether an entry scoped by {scope key: values} (known.yaml, expected.yaml) holds for `run`.
     "versions" is a PEP 440 specifier over the run's version (a version it cannot parse is outside

@@ -74,9 +74,9 @@ def test_trainer_observation_has_no_gradients_and_uses_train_step():
 
 
 @pytest.mark.parametrize("kwargs, needle", [
-    (dict(api="trainer"), "offers the runs eager loop; not eager trainer"),
-    (dict(mode="graph"), "offers the runs eager loop; not graph loop"),
-    (dict(backend="inductor"), "offers the runs eager loop; not eager (inductor) loop"),
+    (dict(api="trainer"), "offers the runs eager loop, eager loop, 2 replicas; not eager trainer"),
+    (dict(mode="graph"), "offers the runs eager loop, eager loop, 2 replicas; not graph loop"),
+    (dict(backend="inductor"), "offers the runs eager loop, eager loop, 2 replicas; not eager (inductor) loop"),
     (dict(device="cuda"), "offers --device cpu, not cuda"),
 ])
 def test_unoffered_runs_are_refused_with_one_line(kwargs, needle):
@@ -150,3 +150,19 @@ def test_variant_scope_limits_it_to_its_runs():
     assert profile([cuda], Run("fw", "2.1", device="cuda")) == [cuda]
     assert profile([cuda], Run("fw", "2.1")) == [] and profile([cuda], Run("fw", "1.9", device="cuda")) == []
     assert profile([cuda], Run("fw", "9" * 5000, device="cuda")) == []  # unparseable: outside every range
+
+
+def test_a_results_file_keeps_every_axis_of_its_run():
+    """Each axis of AXES survives the results file's environment and a variant record keeps its scope by it."""
+    from conformance import results
+    from conformance.oracle.known import KnownVariant
+    from conformance.spec import SPEC_DIR
+    run = Run("torch", version="9.9", device="cuda", mode="graph", api="trainer", backend="inductor", replicas="2")
+    assert {a.name for a in AXES} == set(vars(run))
+    env = results.environment(run, SPEC_DIR, "now")
+    assert results.Environment.model_validate_json(env.model_dump_json()).run == run
+    known = KnownVariant(variant="replica-grads-averaged", reason="r", link=None,
+                         **{a.scope: ["2"] if a.name == "replicas" else [] for a in AXES if a.scope and a.values})
+    record = results.VariantRecord.of(known)
+    assert {a.scope for a in AXES if a.scope and a.values} <= set(record.model_dump())
+    assert record.replicas == ["2"]

@@ -54,7 +54,7 @@ def test_run_writes_complete_results(capsys, tmp_path):
     (["run", "--framework", "paddle", "--adapter", "conformance_nope:X"], 3, "is not installed"),
     (["run", "--framework", "reference", "--out", "/proc/forbidden/x.json"], 2, "cannot write results to"),
     (["--spec", "/nonexistent", "list"], 2, "no spec files"),
-    (["run", "--framework", "reference", "--api", "trainer"], 3, "offers the runs eager loop; not eager trainer"),
+    (["run", "--framework", "reference", "--api", "trainer"], 3, "offers the runs eager loop, eager loop, 2 replicas; not eager trainer"),
     (["run", "--framework", "reference", "--backend", "inductor"], 3, "not eager (inductor) loop"),
     (["run", "--framework", "reference", "--every-run", "--mode", "graph"], 2, "--every-run takes no --mode"),
     (["run", "--framework", "reference", "--every-run", "--out", "x.json"], 2, "no --out, --resume or --only-errors"),
