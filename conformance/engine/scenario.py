@@ -6,6 +6,7 @@ oracle and the real frameworks, so both are observed in exactly the same way.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -118,6 +119,10 @@ def trainer_refusal(case: Case) -> str | None:
         return f"clears gradients to {case.clear} explicitly: a trainer clears them its own way"
     if any(not s.reduce for s in case.steps):
         return "back-propagates a loss left per sample: a trainer reduces its loss itself"
+    dp = case.data_parallel
+    if dp and (dp.shares or any(s.replica_paths for s in case.steps)):
+        return ("gives replicas unequal shares or paths of their own: a trainer splits each batch equally "
+                "over replicas of one model")
     for n, step in enumerate(schedule(case)):
         if (step.clear, step.backward, step.update) not in ((True, True, True), (True, False, False)):
             parts = [what for what, on in (("clears", step.clear), ("back-propagates", step.backward),
@@ -135,8 +140,9 @@ def observe(runner: Runner, case: Case) -> Observation:
     if not runner.emulates_replicas and runner.run.replicas != str(replicas):
         raise Unsupported(f"a data-parallel case of {replicas} replicas: it runs with --replicas {replicas}"
                           if replicas > 1 else "a single-process case: it runs in the runs with --replicas 1")
-    if case.data_parallel and not runner.emulates_replicas:
-        raise Unsupported(f"the {runner.framework} room has no rank group for data-parallel runs yet")
+    if case.data_parallel and not runner.emulates_replicas and runner.launch_ranks is None:
+        raise Unsupported(f"the {runner.framework} room has no rank group for data-parallel runs")
+    runner.data_parallel = case.data_parallel  # before build: the engine's settings (find_unused)
     runner.build(case.model, initial_values(case))
     runner.make_optimizer(case.optimizer)
     trainer = runner.api == "trainer"
@@ -147,8 +153,16 @@ def observe(runner: Runner, case: Case) -> Observation:
                       defaults=runner.defaults() if defaults_of(case.model, case.optimizer) else {})
     raising = may_raise(case)
     dp = case.data_parallel
+
+    def apart() -> frozenset:  # what replicas the runner drives itself hold other values of (a rank group's: merged)
+        return frozenset(runner.disagreeing()) if dp and runner.emulates_replicas else frozenset()
     for index, step in enumerate(schedule(case)):
         x, t = batch(case, index if step.batch is None else step.batch, step.path, step.batch_size, step.all_padding)
+        path = step.path
+        if dp and not runner.emulates_replicas:  # one rank of a group: its rows; the framework combines the ranks
+            path = step.replica_paths.get(runner.rank, step.path)
+            rows = list(dp.rows(len(x))[runner.rank])
+            x, t = np.asarray(x)[rows], np.asarray(t)[rows]
         if step.freeze or step.unfreeze:
             runner.set_trainable(step.freeze, False)
             runner.set_trainable(step.unfreeze, True)
@@ -159,16 +173,16 @@ def observe(runner: Runner, case: Case) -> Observation:
         per_sample = {} if step.reduce else {"reduce": False}
         try:
             if trainer and step.update:  # the trainer keeps its gradients to itself
-                loss = runner.train_step(step.path, x, t, train=step.train, **loss_fn)
+                loss = runner.train_step(path, x, t, train=step.train, **loss_fn)
                 grads = dict.fromkeys(obs.initial)
             else:
                 if step.clear and not trainer:
                     runner.clear_grads(case.clear)
-                if dp:  # every replica's path over its rows of the global batch
+                if dp and runner.emulates_replicas:  # every replica's path over its rows of the global batch
                     shards = [(step.replica_paths.get(r, step.path), rows) for r, rows in enumerate(dp.rows(len(x)))]
                     loss = runner.forward_replicas(shards, x, t, train=step.train, backward=step.backward, **loss_fn)
                 else:
-                    loss = runner.forward(step.path, x, t, train=step.train, backward=step.backward, **per_sample,
+                    loss = runner.forward(path, x, t, train=step.train, backward=step.backward, **per_sample,
                                           **loss_fn)
                 grads = runner.grads() if not trainer else dict.fromkeys(obs.initial)
                 if step.update:
@@ -180,14 +194,31 @@ def observe(runner: Runner, case: Case) -> Observation:
                 raise
             # the loop skips the batch: nothing of this step reaches the gradients it reports
             obs.steps.append(StepObservation(loss=float("nan"), grads=dict.fromkeys(obs.initial),
-                                             values=runner.values(), raised=_one_line(exc)))
+                                             values=runner.values(), raised=_one_line(exc), disagree=apart()))
             continue
-        obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values(),
-                                         disagree=frozenset(runner.disagreeing()) if dp else frozenset()))
+        obs.steps.append(StepObservation(loss=loss, grads=grads, values=runner.values(), disagree=apart()))
         if runner.drew_random and obs.random_from is None:
             obs.random_from = index
     obs.decayed = runner.decayed()
     return obs
+
+
+def merge_replicas(case: Case, replicas: list[Observation]) -> Observation:
+    """One observation of a data-parallel case from each rank's, in rank order: rank 0's, with each step's loss the
+    global batch's (each rank's mean weighed by its rows, as the oracle's forward_replicas weighs them) and its
+    `disagree` naming what some rank holds another value of than rank 0 after the step. ValueError if the ranks
+    observed different schedules."""
+    first = replicas[0]
+    if any(type(o) is not Observation or len(o.steps) != len(first.steps) for o in replicas):
+        raise ValueError("the ranks observed different numbers of steps")
+    shares = [len(rows) for rows in case.data_parallel.rows(case.batch_size)]
+    merged = dataclasses.replace(first, steps=[])
+    for i, step in enumerate(first.steps):
+        loss = sum(n / sum(shares) * float(o.steps[i].loss) for n, o in zip(shares, replicas))
+        disagree = {name for o in replicas[1:] for name, value in o.steps[i].values.items()
+                    if name not in step.values or not np.array_equal(value, step.values[name], equal_nan=True)}
+        merged.steps.append(dataclasses.replace(step, loss=loss, disagree=frozenset(disagree)))
+    return merged
 
 
 # ---------------------------------------------------------------- what an adapter sent

@@ -24,6 +24,7 @@ from ..run import Run
 from ..runners import FrameworkMissing, Unavailable, load_adapter
 from ..spec import Case, Instance
 from .judge import DEFAULT_TIMEOUT, TimeLimit, judge, observe_safely, one_line, reference_of, refusal, time_limit
+from .ranks import GroupFailed, RankGroup
 
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
 POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
@@ -109,19 +110,28 @@ def _worker_main(conn, path: str, run: Run, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import faulthandler
     faulthandler.enable()  # a native crash leaves a Python traceback on stderr
+    group = None
     try:
         adapter = load_adapter(path, run.framework)
-        runner = adapter(run)
-        conn.send(("ready", adapter.version(), runner.backend, runner.accelerator(), runner.packages()))
+        if run.replicas != "1" and adapter.launch_ranks is not None:  # data-parallel: this process coordinates
+            group = RankGroup(adapter, path, adapter.offers.resolve(run))
+            version, backend, accelerator, packages = group.start()
+            conn.send(("ready", version, backend, accelerator, packages))
+        else:
+            runner = adapter(run)
+            conn.send(("ready", adapter.version(), runner.backend, runner.accelerator(), runner.packages()))
     except (FrameworkMissing, Unavailable) as exc:
         conn.send(("fatal", type(exc).__name__, str(exc)))
+        return
+    except GroupFailed as exc:
+        conn.send(("fatal", "WorkerFailed", f"the rank group did not start: {exc}"))
         return
     except Exception as exc:
         conn.send(("fatal", "WorkerFailed", f"{path} failed to start: {one_line(exc)}"))
         return
     while True:
-        seq, case = conn.recv()
-        outcome = observe_safely(runner, case)
+        seq, case, limit = conn.recv()
+        outcome = group.observe(case, limit) if group else observe_safely(runner, case)
         try:  # each reply names the request it answers: the parent checks both
             conn.send((seq, case.id, outcome))
         except Exception as exc:  # pickling failed, so nothing was written yet
@@ -248,10 +258,11 @@ class Worker:
                 raise {"FrameworkMissing": FrameworkMissing, "Unavailable": Unavailable}.get(kind, WorkerFailed)(text)
         raise WorkerFailed("the worker's ready message is not four strings and a dict (is version() a str?)")
 
-    def submit(self, case: Case) -> None:
+    def submit(self, case: Case, limit: float) -> None:
+        """Send the case; `limit` is its time limit (a rank group's coordinator reports a hung rank before it)."""
         self.asked = (self.asked[0] + 1, case.id)
         try:
-            self.conn.send((self.asked[0], case))
+            self.conn.send((self.asked[0], case, limit))
         except OSError:
             pass  # it died between cases: result() says how
 
@@ -310,12 +321,13 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
 
     pending = runnable()
     instance = next(pending, None)
+    limit_of = lambda case: timeout or case.timeout or DEFAULT_TIMEOUT  # noqa: E731
     if instance is not None:
-        worker.submit(instance.case)
+        worker.submit(instance.case, limit_of(instance.case))
         start = time.perf_counter()
     while instance is not None:
         case = instance.case
-        limit = timeout or case.timeout or DEFAULT_TIMEOUT
+        limit = limit_of(case)
         reference = reference_of(case, limit)
         outcome = worker.result(limit, idle)
         duration = time.perf_counter() - start
@@ -323,7 +335,7 @@ def run_isolated(worker: Worker, new_worker: Callable[[], Worker], instances: It
             worker = _replacement(new_worker)
         following = next(pending, None)
         if following is not None:
-            worker.submit(following.case)
+            worker.submit(following.case, limit_of(following.case))
             start = time.perf_counter()
         on_result(judge(instance, outcome, reference, profile, duration, limit))
         instance = following

@@ -66,6 +66,12 @@ class Runner(ABC):
     drew_random: bool = False
     # the oracle runs every replica of a data-parallel step itself; a room's runner is one replica of a rank group
     emulates_replicas: bool = False
+    # a rank group's runner: its rank (from the framework's process group), and the case's data_parallel (set by
+    # observe before build); launch_ranks(world, script) is the argv of the framework's launcher that starts
+    # `world` ranks each running `script` (engine/ranks.py), None for a room without a rank group
+    rank: int = 0
+    data_parallel = None
+    launch_ranks = None
 
     def __init__(self, run: Run | None = None, **axes):
         """Runner(run), or Runner(mode="graph", ...) for a run of this framework with those axes;

@@ -1,0 +1,245 @@
+"""Data-parallel runs on a framework's distributed engine: a rank group started once per run by the framework's
+own launcher (torchrun, paddle's launch, msrun) and fed cases, as the single-process worker is.
+
+The run's worker process coordinates the group. It listens on a localhost port of its own (an authenticated
+multiprocessing connection), starts the launcher with that address in the environment, and every rank the launcher
+starts (rank_entry.py) connects back, builds the room's runner (which joins the framework's process group) and
+says it is ready. For each case the coordinator sends the case to every rank; each rank observes it on its own rows
+of the global batch (scenario.observe) and the coordinator merges the replies into one observation
+(scenario.merge_replicas). A rank that dies, hangs or never joins makes that case an `error` with a one-line reason
+naming the rank; the group is then ended and started again for the next case.
+
+Nothing outlives the group: the launcher runs in a session of its own that the coordinator ends, it dies with the
+coordinator (PR_SET_PDEATHSIG), every rank dies with its launcher and leaves when its connection closes, and the
+run's tag (worker.TAG) lets the run end whatever is left. What the ranks print goes to a temporary folder, whose
+last line names the cause of a failure.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from multiprocessing.connection import Client, Listener, wait
+from pathlib import Path
+
+from ..run import Run
+from ..spec import Case
+from .judge import one_line, observe_safely
+from .scenario import merge_replicas
+
+ADDRESS_ENV = "CONFORMANCE_RANKS_ADDRESS"  # host:port of the coordinator
+KEY_ENV = "CONFORMANCE_RANKS_KEY"  # its connections' authentication key, hex
+RUN_ENV = "CONFORMANCE_RANKS_RUN"  # {"run": the run's axes, "adapter": the adapter's path}, JSON
+ENTRY = Path(__file__).with_name("rank_entry.py")  # the script a launcher starts on every rank
+JOIN_TIMEOUT = 180.0  # seconds for every rank to import its framework, join the group and say it is ready
+ERROR_GRACE_S = 5.0  # after one rank's error, how long the others get to reply (they may wait in a collective)
+POLL_S = 0.1
+
+
+class GroupFailed(Exception):
+    """The rank group could not start, or lost a rank; the message is one line."""
+
+
+def _die_with_parent() -> None:
+    """In the launcher, before it runs: the kernel kills it when the coordinator dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class RankGroup:
+    """The ranks of one data-parallel run, started by `adapter.launch_ranks(world, script)` (the launcher's
+    argv) and replaced after a failure."""
+
+    def __init__(self, adapter, path: str, run: Run):
+        self.adapter, self.path, self.run = adapter, path, run
+        self.world = int(run.replicas)
+        self.launcher: subprocess.Popen | None = None
+        self.conns: list = []  # by rank
+        self.ready: tuple = ()  # rank 0's (version, backend, accelerator, packages)
+        self.seq = 0
+        self.logs = tempfile.TemporaryDirectory(prefix="conformance-ranks-")
+
+    # ---------------------------------------------------------------- start and end
+    def start(self) -> tuple:
+        """Launch the ranks and wait until each has joined; rank 0's (version, backend, accelerator,
+        packages), or GroupFailed."""
+        key = secrets.token_bytes(32)
+        listener = Listener(("127.0.0.1", 0), authkey=key)
+        host, port = listener.address
+        # the ranks import this very package, and what the run's folder and PYTHONPATH hold (an --adapter's
+        # module): absolute, as the launcher runs in a temporary folder
+        given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        path = os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.getcwd(), *map(os.path.abspath, given)])
+        env = {**os.environ, ADDRESS_ENV: f"{host}:{port}", KEY_ENV: key.hex(), "PYTHONPATH": path,
+               RUN_ENV: json.dumps({"run": asdict(self.run), "adapter": self.path})}
+        self.log = Path(self.logs.name) / f"launch-{int(time.time() * 1000)}.log"
+        argv = self.adapter.launch_ranks(self.world, str(ENTRY))
+        with open(self.log, "wb") as out:
+            self.launcher = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, start_new_session=True,
+                                             preexec_fn=_die_with_parent, cwd=self.logs.name)
+        accepted: list = []
+
+        def accept():
+            try:
+                for _ in range(self.world):
+                    accepted.append(listener.accept())
+            except Exception:  # the listener closed under it, or a caller without the key
+                pass
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + JOIN_TIMEOUT
+        try:
+            while thread.is_alive() and time.monotonic() < deadline and self.launcher.poll() is None:
+                thread.join(POLL_S)
+            if len(accepted) < self.world:
+                why = "the launcher exited" if self.launcher.poll() is not None else \
+                    f"not all joined within {JOIN_TIMEOUT:g} s"
+                self.kill()
+                raise GroupFailed(f"{len(accepted)} of {self.world} ranks joined ({why}): {self.last_line()}")
+        finally:
+            listener.close()
+        readies = {}
+        for conn in accepted:
+            if not conn.poll(max(0.0, deadline - time.monotonic())):
+                self.kill()
+                raise GroupFailed(f"a rank joined but never said it was ready: {self.last_line()}")
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                self.kill()
+                raise GroupFailed(f"a rank died while starting: {self.last_line()}") from None
+            if message[0] == "fatal":
+                self.kill()
+                raise GroupFailed(message[1])
+            readies[message[1]] = (conn, message[2:])
+        if sorted(readies) != list(range(self.world)):
+            self.kill()
+            raise GroupFailed(f"the ranks call themselves {sorted(readies)}, not 0 to {self.world - 1}")
+        self.conns = [readies[r][0] for r in range(self.world)]
+        self.ready = readies[0][1]
+        return self.ready
+
+    def last_line(self) -> str:
+        """The last line the ranks and their launcher printed (the cause of a failure, as a rule)."""
+        try:
+            lines = [line for line in self.log.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return "no output"
+        return lines[-1].strip()[:300] if lines else "no output"
+
+    def kill(self) -> None:
+        """End the launcher's session (the ranks with it) and drop the connections."""
+        if self.launcher is not None:
+            try:
+                os.killpg(self.launcher.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.launcher.kill()
+            self.launcher.wait()
+            self.launcher = None
+        for conn in self.conns:
+            conn.close()
+        self.conns = []
+
+    def close(self) -> None:
+        self.kill()
+        self.logs.cleanup()
+
+    # ---------------------------------------------------------------- one case
+    def observe(self, case: Case, limit: float) -> tuple[str, object]:
+        """The case on every rank, merged: ('ok', Observation) | ('unsupported', why) | ('error', one line).
+        A group lost on an earlier case is started again first."""
+        if self.launcher is None:
+            try:
+                self.start()
+            except GroupFailed as exc:
+                return "error", f"the rank group could not start again: {exc}"
+        self.seq += 1
+        for conn in self.conns:
+            try:
+                conn.send((self.seq, case))
+            except OSError:
+                pass  # it died between cases: gathering says how
+        replies, failure = self._gather(0.9 * limit)  # the rest of the limit is the parent's to hear the reply
+        if failure is not None:
+            self.kill()
+            return "error", failure
+        kinds = [kind for kind, _ in replies]
+        if "error" in kinds:
+            rank = kinds.index("error")
+            return "error", f"rank {rank}: {replies[rank][1]}"
+        if "unsupported" in kinds:
+            return "unsupported", replies[kinds.index("unsupported")][1]
+        try:
+            return "ok", merge_replicas(case, [obs for _, obs in replies])
+        except ValueError as exc:
+            return "error", f"bad observation: {one_line(exc)}"
+
+    def _gather(self, within: float) -> tuple[list, str | None]:
+        """Every rank's (kind, payload) for the case in flight, or why not (a rank died or hung)."""
+        replies: dict[int, tuple] = {}
+        deadline = time.monotonic() + within
+        while len(replies) < self.world:
+            waiting = [c for r, c in enumerate(self.conns) if r not in replies]
+            errors = [r for r, (kind, _) in replies.items() if kind == "error"]
+            left = deadline - time.monotonic()
+            if errors:  # the others may wait in a collective the failed rank never joins
+                left = min(left, ERROR_GRACE_S)
+            if left <= 0:
+                if errors:
+                    return [replies.get(r, ("error", "no reply")) for r in range(self.world)], None
+                hung = [r for r in range(self.world) if r not in replies]
+                return [], f"rank {hung[0]} hung: no reply within {within:.3g} s ({self.last_line()})"
+            for conn in wait(waiting, min(left, POLL_S * 10)):
+                rank = self.conns.index(conn)
+                try:
+                    seq, who, outcome = conn.recv()
+                except (EOFError, OSError):
+                    time.sleep(POLL_S)  # its launcher prints why it ended
+                    return [], f"rank {rank} died: {self.last_line()}"
+                except Exception as exc:
+                    return [], f"rank {rank}: bad reply: {one_line(exc)}"
+                if (seq, who) != (self.seq, rank):
+                    return [], f"rank {rank}: its reply does not answer this case (an extra or missing message)"
+                replies[rank] = outcome
+        return [replies[r] for r in range(self.world)], None
+
+
+def rank_main() -> None:
+    """One rank, started by the launcher: connect back, build the room's runner, observe each case it is sent."""
+    from ..runners import load_adapter
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # die with the launcher
+    host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
+    conn = Client((host, int(port)), authkey=bytes.fromhex(os.environ[KEY_ENV]))
+    given = json.loads(os.environ[RUN_ENV])
+    run = Run(**given["run"])
+    try:
+        adapter = load_adapter(given["adapter"], run.framework)
+        runner = adapter(run)
+        conn.send(("ready", runner.rank, adapter.version(), runner.backend, runner.accelerator(), runner.packages()))
+    except Exception as exc:
+        conn.send(("fatal", f"a rank failed to start: {one_line(exc)}"))
+        return
+    while True:
+        try:
+            seq, case = conn.recv()
+        except (EOFError, OSError):  # the coordinator is gone
+            return
+        outcome = observe_safely(runner, case)
+        try:
+            conn.send((seq, runner.rank, outcome))
+        except Exception as exc:  # pickling failed, so nothing was written yet
+            conn.send((seq, runner.rank, ("error", f"bad observation: cannot send it: {one_line(exc)}")))

@@ -1,0 +1,56 @@
+"""Test-only data-parallel adapter: each rank is the reference oracle on its own rows (no gradients are combined),
+started by a small launcher as torchrun starts ranks; a layer of the case's model names a fault of rank 1."""
+import os
+import signal
+import sys
+import time
+
+from conformance.oracle.reference import ReferenceRunner
+from conformance.runners.base import Offers
+
+# What the launcher does: start one process per rank with its rank in the environment, wait for them, and end the
+# others once one fails (as torchrun does).
+LAUNCHER = """
+import os, subprocess, sys, time
+world, script = int(sys.argv[1]), sys.argv[2]
+ranks = [subprocess.Popen([sys.executable, script], env={**os.environ, "FAKE_RANK": str(r)}) for r in range(world)]
+while all(p.poll() is None for p in ranks):
+    time.sleep(0.05)
+print(f"launcher: a rank exited with status {[p.poll() for p in ranks if p.poll() is not None][0]}", flush=True)
+for p in ranks:
+    p.kill()
+sys.exit(1)
+"""
+
+
+class RankRunner(ReferenceRunner):
+    framework = "reference"
+    offers = Offers(devices=("cpu",), runs=({}, {"replicas": "2"}))
+    emulates_replicas = False
+    features = ReferenceRunner.features
+
+    def __init__(self, run=None, **axes):
+        super().__init__(run, **axes)
+        self.rank = int(os.environ.get("FAKE_RANK", "0"))
+        if os.environ.get("FAKE_RANK_NEVER_READY") and self.rank == 1:
+            time.sleep(3600)
+
+    @staticmethod
+    def launch_ranks(world, script):
+        return [sys.executable, "-c", LAUNCHER, str(world), script]
+
+    def build(self, model, values):
+        if self.rank == 1:
+            if "crash" in model.layers:
+                os.kill(os.getpid(), signal.SIGSEGV)
+            if "hang" in model.layers:
+                time.sleep(3600)
+            if "raises" in model.layers:
+                raise RuntimeError("injected failure on rank 1")
+        super().build(model, values)
+
+
+class NoLauncherRunner(RankRunner):
+    @staticmethod
+    def launch_ranks(world, script):
+        return [sys.executable, "-c", "print('launcher: no such host'); raise SystemExit(3)"]
