@@ -37,11 +37,12 @@ documented behaviour.
 """
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
 
-from ..runners.base import Runner
+from ..runners.base import Offers, Runner
 from ..spec import FEATURES, OPTIMIZER_FIELDS, TORCH_IGNORE_INDEX, ClearMode, CrossEntropy, Model, Optimizer, defaults_of
 from ..spec import layers as layer_kinds
 from .variants import VARIANTS
@@ -338,6 +339,7 @@ PLAIN_CONTAINERS = ("plain_list", "plain_dict", "plain_tuple")
 class ReferenceRunner(Runner):
     framework = "reference"
     features = frozenset(FEATURES)
+    offers = Offers(devices=("cpu",), runs=({}, {"replicas": "2"}))  # it emulates the replicas itself
 
     def __init__(self, run=None, variants=(), **axes):
         super().__init__(run, **axes)
@@ -381,6 +383,8 @@ class ReferenceRunner(Runner):
         self.drew_random = False
         self.lookup_squares = {}  # adam-squares-each-lookup: embedding weight -> its lookups' squares, summed
         self.replica_statistics = {}  # data parallelism: replica (but 0) -> its own running statistics
+        self.unreduced = set()  # data parallelism: trainable parameters the last backward gave no gradient
+        self.apart = set()  # data parallelism: parameters replicas hold other values of (an uncombined update)
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -550,7 +554,31 @@ class ReferenceRunner(Runner):
         gradient weighs its share of the batch (with equal paths, one forward on the whole batch, BatchNorm over
         all of it). A replica-grads-* variant combines the replicas' own mean-loss gradients instead (summed, or
         averaged over the replicas), each replica normalising with its own rows' statistics; the running
-        statistics are then replica 0's, the ones a run reports. Returns the global batch's mean loss."""
+        statistics are then replica 0's, the ones a run reports. Returns the global batch's mean loss.
+
+        unused-params-refused, where the case does not declare find_unused: a backward that leaves a trainable
+        parameter without a gradient is never combined (the engine's gradient bucket holding that parameter, which
+        for the spec's tiny models holds them all, is never reduced), so each replica keeps its own rows' gradient
+        and the replicas drift apart; every later step raises."""
+        refusing = "unused-params-refused" in self.variants and not self.data_parallel.find_unused
+        if refusing and self.unreduced:
+            raise RuntimeError(f"a data-parallel step after one in which {sorted(self.unreduced)[0]} got no gradient "
+                               "(an engine not told that parameters may go unused refuses it)")
+        if not (refusing and train and backward):
+            return self._combined(shards, x, target, train, backward, loss)
+        before = ({n: None if g is None else g.copy() for n, g in self.grads_.items()},
+                  {n: v.copy() for n, v in self.values_.items()}, copy.deepcopy(self.replica_statistics))
+        value = self._combined(shards, x, target, train, backward, loss)
+        self.unreduced = {n for n, on in self.trainable().items()
+                          if on and self._registered(n) and self.grads_.get(n) is None}
+        if self.unreduced:  # replica 0's own gradient, as if alone; the others update with theirs
+            self.grads_, self.values_, self.replica_statistics = before
+            path, rows = shards[0][0], list(shards[0][1])
+            self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train, backward, loss=loss)
+            self.apart |= {n for n, g in self.grads_.items() if g is not None}
+        return value
+
+    def _combined(self, shards, x, target, train, backward, loss):
         combine = next((REPLICA_WEIGHTS[v] for v in sorted(self.variants) if v in REPLICA_WEIGHTS), None)
         if combine is None and len({tuple(path) for path, _ in shards}) == 1:
             return self.forward(shards[0][0], x, target, train, backward, loss=loss)
@@ -573,9 +601,10 @@ class ReferenceRunner(Runner):
         return value
 
     def disagreeing(self) -> set[str]:
-        """The statistics some replica holds another value of than replica 0 (parameters get one combined update)."""
-        return {n for state in self.replica_statistics.values() for n, v in state.items()
-                if not np.array_equal(v, self.values_[n], equal_nan=True)}
+        """What some replica holds another value of than replica 0: its own running statistics, and the
+        parameters an uncombined update moved apart (unused-params-refused)."""
+        return self.apart | {n for state in self.replica_statistics.values() for n, v in state.items()
+                             if not np.array_equal(v, self.values_[n], equal_nan=True)}
 
     def _batchnorm_skipped(self, layer: str, y, train: bool) -> bool:
         """A BatchNorm in train mode with one value per channel: raises as torch's does, or under

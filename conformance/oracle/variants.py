@@ -312,6 +312,10 @@ VARIANTS: dict[str, Variant] = {
         "with unequal shares the samples of a smaller share weigh more (each replica normalises with its own rows' "
         "BatchNorm statistics)",
         "data-parallel training equals one device on the global batch with the mean loss: every sample weighs the same"),
+    "unused-params-refused": Variant(
+        "a data-parallel step after one in which a trainable parameter got no gradient raises, unless the engine "
+        "was told that parameters may go unused (find_unused_parameters=True); every later step raises too",
+        "a parameter that gets no gradient on a data-parallel step is left alone, as on one device"),
     "momentum-default-0.9": Variant(
         "a momentum optimizer built without momentum uses 0.9",
         "a momentum optimizer built without momentum uses 0 (torch SGD's default: plain SGD)"),

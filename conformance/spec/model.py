@@ -16,7 +16,7 @@ from . import layers as layer_kinds
 
 TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm", "layernorm",
           "embedding", "conv", "dropout", "registration", "clipping", "accumulation", "freezing", "defaults", "schedules",
-          "losses")
+          "losses", "data_parallel")
 # Matrix axes and the case field each one sets.
 AXES = {"optimizer": ("optimizer", "name"), "clear": ("clear",),
         "params": ("optimizer", "params"), "container": ("model", "container")}
@@ -453,6 +453,11 @@ class Case(_Strict):
                 if not (first.padding_idx is not None or (ce is not None and ce.ignored_label() is not None)):
                     raise ValueError(f"steps.{i}: 'all_padding' needs an embedding with a padding_idx first on "
                                      f"the path, or a cross-entropy with an ignore_index")
+
+    @property
+    def replicas(self) -> int:
+        """The replicas it trains on: the runs it belongs to are those with as many (run.takes)."""
+        return self.data_parallel.replicas if self.data_parallel else 1
 
     def _replicas_fit(self):
         """Shares that split the batch among the replicas, replica paths of replicas that exist, and no BatchNorm

@@ -131,3 +131,47 @@ def test_the_oracle_observes_a_data_parallel_case_and_a_summing_engine_diverges(
         explained = run_instance(ref.ReferenceRunner(variants=["replica-grads-summed"]), instance,
                                  [KnownVariant(variant="replica-grads-summed", reason="r", link=None)])
         assert explained.unexplained is None
+
+
+@pytest.mark.parametrize("find_unused", [False, True])
+def test_an_unused_layer_leaves_an_undeclared_step_uncombined_and_refuses_the_next(find_unused):
+    from conformance.spec.model import DataParallel
+    model = Model.model_validate({"layers": LAYERS})
+    rng = np.random.default_rng(0)
+    values = {n: rng.normal(size=s) for n, s in [("a.weight", (3, 4)), ("a.bias", (4,)), ("b.weight", (4, 2)),
+                                                  ("b.bias", (2,)), ("c.weight", (4, 2)), ("c.bias", (2,))]}
+    runner = ref.ReferenceRunner(variants=["unused-params-refused"])
+    runner.data_parallel = DataParallel(replicas=2, find_unused=find_unused)
+    runner.build(model, values)
+    runner.make_optimizer(ref.Optimizer(name="sgd"))
+    x, t = rng.normal(size=(8, 3)), rng.normal(size=(8, 2))
+    shards = [(["a", "b"], range(0, 4)), (["a", "b"], range(4, 8))]
+    runner.forward_replicas(shards, x, t, True, True)
+    whole = ref.ReferenceRunner()  # one device: on replica 0's rows alone where the step is left uncombined
+    whole.build(model, values)
+    whole.make_optimizer(ref.Optimizer(name="sgd"))
+    whole.forward(["a", "b"], x[:4] if not find_unused else x, t[:4] if not find_unused else t, True, True)
+    assert np.allclose(runner.grads()["a.weight"], whole.grads()["a.weight"])
+    assert runner.grads()["c.weight"] is None
+    if find_unused:
+        assert runner.disagreeing() == set()
+        runner.forward_replicas(shards, x, t, True, True)
+    else:
+        assert {"a.weight", "b.bias"} <= runner.disagreeing()
+        with pytest.raises(RuntimeError, match="c.bias got no gradient"):
+            runner.forward_replicas(shards, x, t, True, True)
+
+
+def test_rank_observations_merge_into_the_global_loss_and_what_replicas_disagree_on():
+    from conformance.engine.scenario import Observation, StepObservation, merge_replicas
+    (instance,) = [i for i in load_spec() if i.id == "dp-unequal-shares-mean[sgd]"]
+
+    def rank(loss, weight):
+        step = StepObservation(loss=loss, grads={}, values={"a.weight": np.array(weight), "b.bias": np.zeros(2)})
+        return Observation(trainable={}, optimizer_params=[], initial={}, grads_observed=True, steps=[step])
+    merged = merge_replicas(instance.case, [rank(1.0, [1.0]), rank(3.0, [2.0])])  # shares 2 and 6
+    assert np.isclose(merged.steps[0].loss, 2 / 8 * 1.0 + 6 / 8 * 3.0)
+    assert merged.steps[0].disagree == {"a.weight"}
+    assert merged.steps[0].values["a.weight"] == [1.0]  # rank 0's
+    with pytest.raises(ValueError, match="different numbers of steps"):
+        merge_replicas(instance.case, [rank(1.0, [1.0]), Observation({}, [], {}, steps=[])])
