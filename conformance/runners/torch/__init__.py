@@ -12,5 +12,6 @@ AUDIT_READS = ("an optimizer step pre-hook (`Optimizer.register_step_pre_hook`) 
 # aot_eager: dynamo + AOTAutograd (where compiled gradient semantics live), graphs run by eager
 # kernels; inductor: the default backend, which also generates C++ (CPU) / Triton (CUDA) code
 OFFERS = Offers(devices=("cpu", "cuda"),
-                runs=({}, {"mode": "graph", "backend": "aot_eager"}, {"mode": "graph", "backend": "inductor"}),
+                runs=({}, {"mode": "graph", "backend": "aot_eager"}, {"mode": "graph", "backend": "inductor"},
+                      {"replicas": "2"}),
                 refused={"api=trainer": NO_TRAINER})

@@ -13,13 +13,20 @@ named_parameters(), as HF's `no_decay = ["bias", "LayerNorm.weight"]`); a learni
 `param_groups[i]['lr']`; clipping, `clip_grad_norm_` over the clipped parameters together (global) or
 over each alone (per variable).
 
+Data-parallel runs (--replicas 2): each rank is one process that torchrun starts; it joins torch.distributed's
+gloo group and wraps the net in DistributedDataParallel (its defaults, find_unused_parameters as the case says),
+which takes the step's path as a forward argument, as a model whose forward branches on its input.
+
 Here: the adapter class (model, optimizer, the loop's primitives, the observations). --mode graph
 compiles each path's forward with graph.py; trainer.py says why there is no --api trainer.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from . import OFFERS, graph
 from ..base import Runner, Unavailable, build_layers, given_loss, hold, loaded, nvidia_driver
@@ -37,7 +44,7 @@ class TorchRunner(Runner):
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -47,6 +54,15 @@ class TorchRunner(Runner):
         self.torch_device = torch.device(self.device)
         if self.mode == "graph":
             graph.start(self.backend, self.torch_device)
+        if self.run.replicas != "1":  # one rank: torchrun's environment says where the group meets
+            dist.init_process_group("gloo")
+            self.rank = dist.get_rank()
+        self.ddp = None
+
+    @staticmethod
+    def launch_ranks(world: int, script: str) -> list[str]:
+        """torchrun on this host; --standalone lets it pick a free localhost port for its rendezvous."""
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}", script]
 
     @staticmethod
     def version() -> str:
@@ -103,6 +119,10 @@ class TorchRunner(Runner):
                 self.tensors[name].copy_(torch.as_tensor(self._to_torch(name, value)))
         self._set_requires_grad(model.frozen, False)
         self.names = {id(t): n for n, t in self.tensors.items()}
+        # wrapped last, as a user wraps the model once it is built and frozen: DDP's defaults
+        # (broadcast_buffers=True), its find_unused_parameters as the case says
+        self.ddp = None if self.data_parallel is None else torch.nn.parallel.DistributedDataParallel(
+            _PathForward(self.net, self._run_path), find_unused_parameters=self.data_parallel.find_unused)
 
     def _to_torch(self, name, array):
         return np.ascontiguousarray(array.T) if self._is_linear_weight(name) else array
@@ -179,19 +199,14 @@ class TorchRunner(Runner):
         return [self.names.get(id(p), "<unnamed tensor>") for g in self.opt.param_groups for p in g["params"]]
 
     def forward(self, path, x, target, train, backward, reduce=True, loss=None):
-        self.net.train(train)  # reaches only registered submodules, as in user code
+        (self.ddp or self.net).train(train)  # reaches only registered submodules, as in user code
         x = torch.as_tensor(x, device=self.torch_device)
-        if self.mode == "graph":
+        if self.ddp is not None:
+            y = self.ddp(x, tuple(path))
+        elif self.mode == "graph":
             y = self.compiled[tuple(path)](x)
         else:
-            y = x
-            flatten = layer_kinds.flatten_before(self.model, path)
-            for i, name in enumerate(path):
-                if i in flatten:
-                    y = y.flatten(1)
-                y = self.layers[name](y)
-                if name in self.model.detach_after:
-                    y = y.detach()
+            y = self._run_path(path, x)
         target = torch.as_tensor(target, device=self.torch_device)
         if loss is not None:  # torch's CrossEntropyLoss always takes logits: it has no from_logits
             settings = given_loss(loss)
@@ -204,6 +219,16 @@ class TorchRunner(Runner):
         if backward:
             value.backward()
         return float(value.mean().item())
+
+    def _run_path(self, path, x):
+        y, flatten = x, layer_kinds.flatten_before(self.model, path)
+        for i, name in enumerate(path):
+            if i in flatten:
+                y = y.flatten(1)
+            y = self.layers[name](y)
+            if name in self.model.detach_after:
+                y = y.detach()
+        return y
 
     def clear_grads(self, mode):
         if mode == "default":
@@ -235,3 +260,15 @@ class TorchRunner(Runner):
 
     def trainable(self):
         return {n: isinstance(t, torch.nn.Parameter) and t.requires_grad for n, t in self.tensors.items()}
+
+
+class _PathForward(torch.nn.Module):
+    """What DistributedDataParallel wraps: the net, whose forward takes the step's path beside the input."""
+
+    def __init__(self, net, run_path):
+        super().__init__()
+        self.net = net
+        self.run_path = run_path
+
+    def forward(self, x, path):
+        return self.run_path(path, x)
