@@ -86,8 +86,11 @@ def load_expected(framework: str, rooms: Path = RUNNERS_DIR) -> list[ExpectedOut
     return entries
 
 
-def check_run(doc: Results, expected: list[ExpectedOutcome], spec_ids: list[str]) -> list[str]:
-    """Every way this run breaks its room's contract, one line each; empty when it holds."""
+def check_run(doc: Results, expected: list[ExpectedOutcome], spec_ids: list[str],
+              all_ids: list[str] | None = None) -> list[str]:
+    """Every way this run breaks its room's contract, one line each; empty when it holds. `spec_ids`: the
+    instances the run takes (run.takes); `all_ids`: the whole spec's, which an entry's pattern must name
+    (default: spec_ids)."""
     run = doc.environment.run
     entries = [e for e in expected if e.holds_for(run)]
     problems = []
@@ -96,10 +99,11 @@ def check_run(doc: Results, expected: list[ExpectedOutcome], spec_ids: list[str]
     ids = [c.id for c in doc.cases]
     if missing := [i for i in spec_ids if i not in set(ids)]:
         problems.append(f"{len(missing)} cases of the spec are not in the run, e.g. {missing[0]}")
-    bases = {i.split("[")[0] for i in spec_ids}
+    every = spec_ids if all_ids is None else all_ids
+    bases = {i.split("[")[0] for i in every}
     for entry in entries:
         for pattern in entry.cases:
-            if not any(_pattern(pattern).fullmatch(i) for i in [*spec_ids, *bases]):
+            if not any(_pattern(pattern).fullmatch(i) for i in [*every, *bases]):
                 problems.append(f"{entry.label()}: {pattern!r} names no case of the spec")
     for case in doc.cases:
         listing = [e for e in entries if e.outcome != "unused" and e.lists(case.id, case.base_id)]
@@ -126,7 +130,10 @@ def check_run(doc: Results, expected: list[ExpectedOutcome], spec_ids: list[str]
                 problems.append(f"{entry.label()}: {case.id} needed {', '.join(case.variants) or 'no variant'}")
     used = {name for case in doc.cases for name in case.variants}
     listed_unused = {name for e in entries if e.outcome == "unused" for name in e.variants}
-    for variant in doc.profile:
+    # a data-parallel run takes only the data-parallel cases: it answers for the variants scoped to its replicas,
+    # and the single-process runs for the rest
+    answerable = [v for v in doc.profile if run.replicas == "1" or run.replicas in v.replicas]
+    for variant in answerable:
         if variant.name not in used and variant.name not in listed_unused:
             problems.append(f"known.yaml: {variant.name} is in force for this run but no divergence needed it "
                             f"(scope it, or list it as unused in expected.yaml with why)")

@@ -125,3 +125,17 @@ def test_an_incomplete_or_partial_run_fails():
 def test_malformed_entries_are_one_line_with_their_line(tmp_path, text, message):
     with pytest.raises(SpecError, match=message):
         expected(tmp_path, text)
+
+
+def test_a_data_parallel_run_answers_for_its_own_cases_and_the_variants_scoped_to_its_replicas(tmp_path):
+    """It takes only the data-parallel cases: a single-process variant it never needs is the single-process runs'
+    to answer for, a variant scoped to its replicas is its own; an entry names cases of the whole spec."""
+    doc = run(profile=[variant("step-skips-frozen"), variant("replica-grads-averaged")], replicas="2")
+    doc.profile[1].replicas = ["2"]
+    doc.cases = doc.cases[:1]
+    problems = check_run(doc, [], IDS[:1], IDS)
+    assert problems == ["known.yaml: replica-grads-averaged is in force for this run but no divergence needed it "
+                        "(scope it, or list it as unused in expected.yaml with why)"]
+    entries = expected(tmp_path, f"outcomes:\n  - outcome: error\n    cases: [\"{SECOND.id}\"]\n    why: elsewhere\n")
+    assert check_run(doc, entries, IDS[:1], IDS) == problems  # it names a case of the spec, if not of this run
+    assert any("names no case of the spec" in p for p in check_run(doc, entries, IDS[:1]))
