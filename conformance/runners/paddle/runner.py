@@ -19,6 +19,7 @@ optimizers take no such function, so the filter builds parameter groups from nam
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 
 import numpy as np
@@ -112,7 +113,7 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel"})
     read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
     criterion = staticmethod(criterion)  # graph.py builds it in a program, trainer.py hands it to hapi
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
@@ -137,6 +138,16 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
             place = "cpu"
         paddle.set_device(place)
         self.static = self.mode == "graph" and self.backend == "static"
+        if self.run.replicas != "1":  # one rank: paddle.distributed.launch's environment says where the group meets
+            paddle.distributed.init_parallel_env()
+            self.rank = paddle.distributed.get_rank()
+        self.parallel = None
+
+    @staticmethod
+    def launch_ranks(world: int, script: str) -> list[str]:
+        """paddle.distributed.launch on this host: it picks a free localhost port for its store, and writes each
+        rank's log under ./log (the rank group's temporary folder)."""
+        return [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(world), script]
 
     @staticmethod
     def version() -> str:
@@ -205,6 +216,9 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
         self.set_trainable(model.frozen, False)
         self.names = {id(t): n for n, t in self.tensors.items()}
         self.hapi = None  # trainer.py: hapi's Model, made at the case's first step
+        # data-parallel: wrapped once built and frozen, as a user does; the case's find_unused_parameters
+        self.parallel = None if self.data_parallel is None else \
+            paddle.DataParallel(self.net, find_unused_parameters=self.data_parallel.find_unused)
         if self.mode == "graph":
             self._start_to_static()
 
@@ -311,12 +325,17 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
             return self._static_forward(path, x, target, train, backward, reduce, loss)
         if self.api == "trainer":
             return self._trainer_forward(path, x, target, train, loss)
+        model = self.parallel or self.net
         if train:
-            self.net.train()  # reaches only registered sublayers, as in user code
+            model.train()  # reaches only registered sublayers, as in user code
         else:
-            self.net.eval()
+            model.eval()
         y = paddle.to_tensor(x)
-        y = self._compiled_path(path, y) if self.mode == "graph" else self._run_path(path, y)
+        if self.parallel is not None:  # through DataParallel, which the net's forward runs the step's path for
+            self.net.run_path = functools.partial(self._run_path, path)
+            y = self.parallel(y)
+        else:
+            y = self._compiled_path(path, y) if self.mode == "graph" else self._run_path(path, y)
         if loss is not None:  # class scores against int64 labels
             value = criterion(loss)(y, paddle.to_tensor(target))
         else:
