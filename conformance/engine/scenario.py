@@ -203,18 +203,26 @@ def observe(runner: Runner, case: Case) -> Observation:
     return obs
 
 
+def replica_weights(case: Case) -> list[float]:
+    """What each replica's loss weighs in the global batch's: 1 for a summed cross-entropy, its share of the rows for
+    a mean (exact for the mean squared error and for a cross-entropy that ignores no label of the batch)."""
+    rows = [len(r) for r in case.data_parallel.rows(case.batch_size)]
+    summed = case.cross_entropy is not None and case.cross_entropy.reduction == "sum"
+    return [1.0 if summed else n / sum(rows) for n in rows]
+
+
 def merge_replicas(case: Case, replicas: list[Observation]) -> Observation:
     """One observation of a data-parallel case from each rank's, in rank order: rank 0's, with each step's loss the
-    global batch's (each rank's mean weighed by its rows, as the oracle's forward_replicas weighs them) and its
-    `disagree` naming what some rank holds another value of than rank 0 after the step. ValueError if the ranks
-    observed different schedules."""
+    global batch's (replica_weights: a summed loss's sum, a mean's mean weighed by rows, as the oracle's
+    forward_replicas combines them) and its `disagree` naming what some rank holds another value of than rank 0
+    after the step. ValueError if the ranks observed different schedules."""
     first = replicas[0]
     if any(type(o) is not Observation or len(o.steps) != len(first.steps) for o in replicas):
         raise ValueError("the ranks observed different numbers of steps")
-    shares = [len(rows) for rows in case.data_parallel.rows(case.batch_size)]
+    weights = replica_weights(case)
     merged = dataclasses.replace(first, steps=[])
     for i, step in enumerate(first.steps):
-        loss = sum(n / sum(shares) * float(o.steps[i].loss) for n, o in zip(shares, replicas))
+        loss = sum(w * float(o.steps[i].loss) for w, o in zip(weights, replicas))
         disagree = {name for o in replicas[1:] for name, value in o.steps[i].values.items()
                     if name not in step.values or not np.array_equal(value, step.values[name], equal_nan=True)}
         merged.steps.append(dataclasses.replace(step, loss=loss, disagree=frozenset(disagree)))

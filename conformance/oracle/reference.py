@@ -591,8 +591,9 @@ class ReferenceRunner(Runner):
                 self.values_.update(self.replica_statistics.setdefault(rank, dict(ours)))
             self._grad_scale = (combine or (lambda n, b, r: n / b))(len(rows), total, len(shards))
             try:
-                value += len(rows) / total * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train,
-                                                          backward, loss=loss)
+                weight = 1.0 if loss is not None and loss.reduction == "sum" else len(rows) / total  # replica_weights
+                value += weight * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train, backward,
+                                               loss=loss)
             finally:
                 self._grad_scale = 1.0
                 if rank:
