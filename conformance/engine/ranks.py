@@ -78,7 +78,9 @@ class RankGroup:
         # module): absolute, as the launcher runs in a temporary folder
         given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         path = os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.getcwd(), *map(os.path.abspath, given)])
-        env = {**os.environ, ADDRESS_ENV: f"{host}:{port}", KEY_ENV: key.hex(), "PYTHONPATH": path,
+        # and run on this interpreter, where a launcher (msrun) starts `python` from PATH
+        bin_path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        env = {**os.environ, ADDRESS_ENV: f"{host}:{port}", KEY_ENV: key.hex(), "PYTHONPATH": path, "PATH": bin_path,
                RUN_ENV: json.dumps({"run": asdict(self.run), "adapter": self.path})}
         self.log = Path(self.logs.name) / f"launch-{int(time.time() * 1000)}.log"
         argv = self.adapter.launch_ranks(self.world, str(ENTRY))
@@ -222,12 +224,15 @@ def rank_main() -> None:
     if sys.platform.startswith("linux"):
         import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # die with the launcher
-    host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
-    conn = Client((host, int(port)), authkey=bytes.fromhex(os.environ[KEY_ENV]))
     given = json.loads(os.environ[RUN_ENV])
     run = Run(**given["run"])
+    adapter = load_adapter(given["adapter"], run.framework)  # what fails here, the launcher's log says
+    if adapter.launcher_helper():  # no rank: the launcher's own process (msrun's scheduler) sets up and serves
+        adapter(run)
+        return
+    host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
+    conn = Client((host, int(port)), authkey=bytes.fromhex(os.environ[KEY_ENV]))
     try:
-        adapter = load_adapter(given["adapter"], run.framework)
         runner = adapter(run)
         conn.send(("ready", runner.rank, adapter.version(), runner.backend, runner.accelerator(), runner.packages()))
     except Exception as exc:

@@ -10,6 +10,7 @@ layout: a linear layer computes y = x @ weight + bias, so weight has shape (in, 
 from __future__ import annotations
 
 import re
+import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,12 @@ class Runner(ABC):
     rank: int = 0
     data_parallel = None
     launch_ranks = None
+
+    @staticmethod
+    def launcher_helper() -> bool:
+        """In a process the rank launcher starts: True where it is no rank but the launcher's own helper (msrun's
+        scheduler runs the script too), which constructs the runner (joining the cluster serves it) and ends."""
+        return False
 
     def __init__(self, run: Run | None = None, **axes):
         """Runner(run), or Runner(mode="graph", ...) for a run of this framework with those axes;
@@ -229,3 +236,10 @@ def loaded(model: Model, values: dict) -> dict:
     """The case's values an adapter loads into the built layers: all but those of `init: default` layers,
     whose parameters keep the framework's own draw."""
     return {n: v for n, v in values.items() if model.layers[n.split(".")[0]].init == "case"}
+
+
+def free_port() -> int:
+    """A localhost TCP port free now, for a launcher that needs one named (the launcher binds it soon after)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -82,13 +82,15 @@ graph.py and trainer.py hold the code only those runs need; runner.py calls it f
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import mindspore as ms
 from mindspore import nn, ops
 
 from . import OFFERS
-from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded
+from ..base import Runner, Unavailable, Unsupported, build_layers, free_port, given_loss, hold, loaded
 from ...spec import DROPOUT_PROBE, PADDING_PROBE, CrossEntropy, padding_from, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 from .graph import compiled_update, keep_ir_out_of_cwd
@@ -148,7 +150,7 @@ class MindSporeRunner(Runner):
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -161,6 +163,22 @@ class MindSporeRunner(Runner):
             keep_ir_out_of_cwd()
         ms.set_context(mode=ms.GRAPH_MODE if self.graph else ms.PYNATIVE_MODE)
         ms.set_device(target)
+        if self.run.replicas != "1":  # one rank: msrun's environment says where the cluster meets
+            from mindspore.communication import get_rank, init
+            init()
+            ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL)  # gradients_mean left out
+            self.rank = get_rank()
+
+    @staticmethod
+    def launcher_helper() -> bool:
+        return os.environ.get("MS_ROLE") == "MS_SCHED"  # msrun's scheduler: init() serves the cluster
+
+    @staticmethod
+    def launch_ranks(world: int, script: str) -> list[str]:
+        """msrun on this host (its scheduler on a localhost port found free now); each worker's log goes to ./log,
+        in the rank group's temporary folder. --join keeps msrun up for as long as the workers run."""
+        return ["msrun", f"--worker_num={world}", f"--local_worker_num={world}", "--master_addr=127.0.0.1",
+                f"--master_port={free_port()}", "--log_dir=log", "--join=True", script]
 
     @staticmethod
     def version() -> str:
@@ -291,6 +309,9 @@ class MindSporeRunner(Runner):
         every = len(clipped) == len(self.opt.parameters)
         self.grad_fns = {}
         self.trainers = {}
+        # data-parallel, as MindSpore's tutorial writes a custom loop: the reducer over the optimizer's parameters,
+        # its mean as the parallel context says
+        self.reducer = None if self.data_parallel is None else nn.DistributedGradReducer(self.opt.parameters)
 
         def apply(grads):
             if self.clip is not None and every:
@@ -412,6 +433,8 @@ class MindSporeRunner(Runner):
         if key not in self.grad_fns:
             self.grad_fns[key] = ms.value_and_grad(self._forward_fn(path, reduce, loss), None, self.opt.parameters)
         loss, grads = first_line(self.grad_fns[key], x, t)
+        if self.reducer is not None:
+            grads = self.reducer(grads)
         # no clear since the last grads: accumulate by adding the returned tuples (the documented way)
         self.acc = grads if self.acc is None else tuple(a + g for a, g in zip(self.acc, grads))
         return float(loss.asnumpy().mean())
