@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import results
 from .engine.judge import DEFAULT_TIMEOUT, explain, one_line
+from .engine.ranks import remove_logs
 from .engine.worker import TAG, Worker, WorkerFailed, end_strays, run_isolated, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run, takes
@@ -316,6 +317,7 @@ def cmd_run(args) -> int:
         for worker in workers:
             worker.close()
         end_strays(tag)  # what the workers started outside their process group
+        remove_logs(tag)  # what data-parallel ranks logged
         os.environ.pop(TAG, None)
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)

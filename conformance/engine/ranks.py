@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,6 +44,15 @@ ERROR_GRACE_S = 5.0  # after one rank's error, how long the others get to reply 
 POLL_S = 0.1
 
 
+LOGS_PREFIX = "conformance-ranks-"  # of the temporary folder where a rank group's launcher runs and its ranks log
+
+
+def remove_logs(tag: str) -> None:
+    """At the end of a run: remove the temporary folders its rank groups logged to."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}{tag}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 class GroupFailed(Exception):
     """The rank group could not start, or lost a rank; the message is one line."""
 
@@ -58,14 +68,15 @@ class RankGroup:
     """The ranks of one data-parallel run, started by `adapter.launch_ranks(world, script)` (the launcher's
     argv) and replaced after a failure."""
 
-    def __init__(self, adapter, path: str, run: Run):
+    def __init__(self, adapter, path: str, run: Run, tag: str = ""):
         self.adapter, self.path, self.run = adapter, path, run
         self.world = int(run.replicas)
         self.launcher: subprocess.Popen | None = None
         self.conns: list = []  # by rank
         self.ready: tuple = ()  # rank 0's (version, backend, accelerator, packages)
         self.seq = 0
-        self.logs = tempfile.TemporaryDirectory(prefix="conformance-ranks-")
+        # named by the run's tag: the run removes it at its end (remove_logs), as the worker is killed, not closed
+        self.logs = tempfile.TemporaryDirectory(prefix=f"{LOGS_PREFIX}{tag}-")
 
     # ---------------------------------------------------------------- start and end
     def start(self) -> tuple:

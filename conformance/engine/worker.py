@@ -114,7 +114,7 @@ def _worker_main(conn, path: str, run: Run, parent: int) -> None:
     try:
         adapter = load_adapter(path, run.framework)
         if run.replicas != "1" and adapter.launch_ranks is not None:  # data-parallel: this process coordinates
-            group = RankGroup(adapter, path, adapter.offers.resolve(run))
+            group = RankGroup(adapter, path, adapter.offers.resolve(run), os.environ.get(TAG, ""))
             version, backend, accelerator, packages = group.start()
             conn.send(("ready", version, backend, accelerator, packages))
         else:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from conformance import results
 from conformance.__main__ import main
+from conformance.engine.ranks import LOGS_PREFIX
 
 FAULTS = Path(__file__).parent / "faults"
 SPEC = FAULTS / "ranks"
@@ -71,6 +73,7 @@ def test_no_rank_outlives_the_run_or_a_stopped_run(tmp_path, stop):
            "--adapter", "rank_adapter:RankRunner", "--replicas", "2", "--timeout", "30", "--out", str(tmp_path / "r.json")]
     if stop is None:
         cmd += ["-k", "healthy"]
+    logs_before = set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*"))
     run = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if stop is not None:  # once the ranks have started, while rank 1 hangs
         deadline = time.monotonic() + 60
@@ -81,3 +84,4 @@ def test_no_rank_outlives_the_run_or_a_stopped_run(tmp_path, stop):
     run.wait(120)
     time.sleep(0.5)  # the kernel ends what died with its parent
     assert marked(mark) == []
+    assert set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*")) <= logs_before  # nor the ranks' logs
