@@ -293,6 +293,9 @@ def cmd_run(args) -> int:
         run = workers[0].start()
         # the run's own cases: a data-parallel case runs only in the runs of its replicas, and the others in none
         ours = [i for i in selected if takes(run, i.case)]
+        if selected and not ours and getattr(args, "within_every_run", False):
+            _say(f"{run.describe()}: none of the instances asked for runs in it")
+            return 0
         if selected and not ours:
             raise UsageError(f"none of the {len(selected)} instances asked for runs with --replicas {run.replicas}: "
                              f"{selected[0].id} trains on {selected[0].case.replicas} (--replicas "
@@ -349,8 +352,8 @@ def _every_run(args) -> int:
     status = 0
     for n, run in enumerate(runs, 1):
         _say(f"== run {n} of {len(runs)}: {args.framework} {run.execution}")
-        one = argparse.Namespace(**{**vars(args), "every_run": False, "mode": run.mode, "api": run.api,
-                                    "backend": run.backend or None})
+        axes = {axis.name: getattr(run, axis.name) or None for axis in AXES if axis.option and axis.name != "device"}
+        one = argparse.Namespace(**{**vars(args), "every_run": False, "within_every_run": True, **axes})
         try:
             code = cmd_run(one)
         except (SpecError, UsageError) as exc:

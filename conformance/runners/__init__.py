@@ -29,8 +29,8 @@ def room(framework: str) -> ModuleType:
 
 
 def offers(framework: str) -> Offers:
-    if framework == "reference":
-        return Runner.offers
+    if framework == "reference":  # the oracle (NumPy only) declares its runs on its class
+        return load_adapter(REFERENCE, framework).offers
     return room(framework).OFFERS
 
 

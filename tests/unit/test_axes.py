@@ -166,3 +166,16 @@ def test_a_results_file_keeps_every_axis_of_its_run():
     record = results.VariantRecord.of(known)
     assert {a.scope for a in AXES if a.scope and a.values} <= set(record.model_dump())
     assert record.replicas == ["2"]
+
+
+def test_every_run_runs_each_offered_run_with_all_its_axes(tmp_path, monkeypatch):
+    """--every-run hands each run every axis it has: the oracle's data-parallel run is a run of 2 replicas, with
+    the data-parallel cases only, in its own file."""
+    from conformance import results
+    from conformance.__main__ import main
+    monkeypatch.chdir(tmp_path)
+    assert main(["--spec", str(SPEC_DIR), "run", "--framework", "reference", "--every-run", "-k", "dp-equal"]) == 0
+    files = sorted((tmp_path / "reports" / "results").glob("*.json"))
+    assert [f.name.endswith("+dp2.json") for f in files] == [True]  # the single-process run: nothing asked for
+    dp = results.read(files[0])
+    assert dp.environment.run.replicas == "2" and {c.base_id for c in dp.cases} == {"dp-equal-shares-mean"}
