@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..runners.base import Runner, Unsupported
-from ..spec import FEATURES, PADDING_PROBE, Case, defaults_of, expect_steps, features_of, param_names, schedule
+from ..spec import (FEATURES, PADDING_PROBE, Case, defaults_of, expect_steps, features_of, param_names,
+                    replica_loss_weights, schedule)
 
 
 MAX_RAISED = 300  # characters of a step's error that an observation keeps
@@ -149,7 +150,7 @@ def observe(runner: Runner, case: Case) -> Observation:
     if trainer and (why := trainer_refusal(case)):
         raise Unsupported(why)
     obs = Observation(trainable=runner.trainable(), optimizer_params=runner.optimizer_params(),
-                      initial=runner.values(), grads_observed=not trainer,
+                      initial=runner.values(), grads_observed=not trainer and runner.grads_readable,
                       defaults=runner.defaults() if defaults_of(case.model, case.optimizer) else {})
     raising = may_raise(case)
     dp = case.data_parallel
@@ -203,23 +204,15 @@ def observe(runner: Runner, case: Case) -> Observation:
     return obs
 
 
-def replica_weights(case: Case) -> list[float]:
-    """What each replica's loss weighs in the global batch's: 1 for a summed cross-entropy, its share of the rows for
-    a mean (exact for the mean squared error and for a cross-entropy that ignores no label of the batch)."""
-    rows = [len(r) for r in case.data_parallel.rows(case.batch_size)]
-    summed = case.cross_entropy is not None and case.cross_entropy.reduction == "sum"
-    return [1.0 if summed else n / sum(rows) for n in rows]
-
-
 def merge_replicas(case: Case, replicas: list[Observation]) -> Observation:
     """One observation of a data-parallel case from each rank's, in rank order: rank 0's, with each step's loss the
-    global batch's (replica_weights: a summed loss's sum, a mean's mean weighed by rows, as the oracle's
+    global batch's (spec.replica_loss_weights: a summed loss's sum, a mean's mean weighed by rows, as the oracle's
     forward_replicas combines them) and its `disagree` naming what some rank holds another value of than rank 0
     after the step. ValueError if the ranks observed different schedules."""
     first = replicas[0]
     if any(type(o) is not Observation or len(o.steps) != len(first.steps) for o in replicas):
         raise ValueError("the ranks observed different numbers of steps")
-    weights = replica_weights(case)
+    weights = replica_loss_weights([len(r) for r in case.data_parallel.rows(case.batch_size)], case.cross_entropy)
     merged = dataclasses.replace(first, steps=[])
     for i, step in enumerate(first.steps):
         loss = sum(w * float(o.steps[i].loss) for w, o in zip(weights, replicas))

@@ -43,7 +43,8 @@ import re
 import numpy as np
 
 from ..runners.base import Offers, Runner
-from ..spec import FEATURES, OPTIMIZER_FIELDS, TORCH_IGNORE_INDEX, ClearMode, CrossEntropy, Model, Optimizer, defaults_of
+from ..spec import (FEATURES, OPTIMIZER_FIELDS, TORCH_IGNORE_INDEX, ClearMode, CrossEntropy, Model, Optimizer, defaults_of,
+                    replica_loss_weights)
 from ..spec import layers as layer_kinds
 from .variants import VARIANTS
 
@@ -385,6 +386,7 @@ class ReferenceRunner(Runner):
         self.replica_statistics = {}  # data parallelism: replica (but 0) -> its own running statistics
         self.unreduced = set()  # data parallelism: trainable parameters the last backward gave no gradient
         self.apart = set()  # data parallelism: parameters replicas hold other values of (an uncombined update)
+        self.own_statistics = {}  # replica-stats-read-averaged: replica 0's own statistics (values_ holds the mean)
 
     def _param(self, layer: str, role: str) -> str:
         tie = self.model.layers[layer].tie
@@ -579,26 +581,49 @@ class ReferenceRunner(Runner):
         return value
 
     def _combined(self, shards, x, target, train, backward, loss):
+        """Every replica in turn, its gradient weighed into the combined one (module doc: forward_replicas).
+        replica-clip-before-combining: each replica's own gradient is clipped first. replica-stats-read-averaged:
+        each replica keeps its own running statistics, and what is read is their mean."""
         combine = next((REPLICA_WEIGHTS[v] for v in sorted(self.variants) if v in REPLICA_WEIGHTS), None)
         if combine is None and len({tuple(path) for path, _ in shards}) == 1:
             return self.forward(shards[0][0], x, target, train, backward, loss=loss)
         total, value = len(x), 0.0
+        weights = replica_loss_weights([len(rows) for _, rows in shards], loss)
         statistics = [n for n in self.values_ if n.split(".")[1] in ("running_mean", "running_var")]
+        apart = backward and "replica-clip-before-combining" in self.variants and (
+            self.opt.clip_global_norm is not None or self.opt.clip_norm is not None)
+        if self.own_statistics:  # replica 0's own, under what was read
+            self.values_.update(self.own_statistics)
+        start = {n: self.values_[n].copy() for n in statistics}  # where a replica's own statistics start
         for rank, (path, rows) in enumerate(shards):
             rows = list(rows)
-            ours = {n: self.values_[n].copy() for n in statistics} if rank else {}  # replica 0's, the reported ones
+            ours = {n: self.values_[n].copy() for n in statistics} if rank else {}  # replica 0's
             if rank:  # this replica's own statistics, which started as everyone's
-                self.values_.update(self.replica_statistics.setdefault(rank, dict(ours)))
-            self._grad_scale = (combine or (lambda n, b, r: n / b))(len(rows), total, len(shards))
+                self.values_.update(self.replica_statistics.setdefault(rank, dict(start)))
+            weight = (combine or (lambda n, b, r: n / b))(len(rows), total, len(shards))
+            before = {n: None if g is None else g.copy() for n, g in self.grads_.items()}
+            self._grad_scale = 1.0 if apart else weight
             try:
-                weight = 1.0 if loss is not None and loss.reduction == "sum" else len(rows) / total  # replica_weights
-                value += weight * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train, backward,
-                                               loss=loss)
+                value += weights[rank] * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train,
+                                                      backward, loss=loss)
             finally:
                 self._grad_scale = 1.0
                 if rank:
                     self.replica_statistics[rank] = {n: self.values_[n].copy() for n in statistics}
                     self.values_.update(ours)
+            if apart:  # this replica's own gradient, clipped, then weighed in
+                own = {n: g if before[n] is None or g is None else g - before[n] for n, g in self.grads_.items()}
+                live = [n for n in self.opt_params if own.get(n) is not None]
+                scale = self._clip_scales(own, live)
+                self.grads_ = {n: before[n] if n not in scale else
+                               (0.0 if before[n] is None else before[n]) + weight * scale[n] * own[n]
+                               for n in self.grads_}
+        self._clipped_apart = apart
+        if "replica-stats-read-averaged" in self.variants and statistics:
+            self.own_statistics = {n: self.values_[n].copy() for n in statistics}
+            for n in statistics:
+                self.values_[n] = np.mean([self.own_statistics[n]] + [s[n] for s in self.replica_statistics.values()],
+                                          axis=0)
         return value
 
     def disagreeing(self) -> set[str]:
@@ -703,6 +728,7 @@ class ReferenceRunner(Runner):
     clear_mode: ClearMode = "default"
     _set_once: set | None = None
     _grad_scale = 1.0  # a data-parallel replica's weight in the combined gradient (forward_replicas)
+    _clipped_apart = False  # replica-clip-before-combining: the replicas' gradients were clipped already
     emulates_replicas = True  # runs every replica of a data-parallel step itself (forward_replicas)
 
     def clear_grads(self, mode: ClearMode):
@@ -769,16 +795,25 @@ class ReferenceRunner(Runner):
                 self.values_[name] = self.values_[name] * (1 - self.opt.lr * decoupled)
                 self.decayed_.add(name)
 
+    def _clip_scales(self, grads: dict, live: list[str]) -> dict[str, float]:
+        """Each live parameter's clipping factor: global-norm clipping over the clipped ones together, per-variable
+        clipping over each alone (no_clip ones keep 1)."""
+        opt = self.opt
+        clipped = [n for n in live if n not in opt.no_clip]
+        scale = dict.fromkeys(live, 1.0)
+        if opt.clip_global_norm is not None:
+            scale.update(dict.fromkeys(clipped, clip_scale([grads[n] for n in clipped], opt.clip_global_norm)))
+        if opt.clip_norm is not None:
+            scale.update({n: clip_scale([grads[n]], opt.clip_norm) for n in clipped})
+        return scale
+
     def update(self):
         opt, v = self.opt, self.variants
         live = [n for n in self.opt_params if self.grads_[n] is not None
                 and not ("step-skips-frozen" in self.variants and n in self.frozen)]
-        clipped = [n for n in live if n not in opt.no_clip]
-        scale = dict.fromkeys(live, 1.0)
-        if opt.clip_global_norm is not None:
-            scale.update(dict.fromkeys(clipped, clip_scale([self.grads_[n] for n in clipped], opt.clip_global_norm)))
-        if opt.clip_norm is not None:
-            scale.update({n: clip_scale([self.grads_[n]], opt.clip_norm) for n in clipped})
+        # replica-clip-before-combining: each replica's gradient was clipped before the replicas' were combined
+        scale = dict.fromkeys(live, 1.0) if self._clipped_apart else self._clip_scales(self.grads_, live)
+        self._clipped_apart = False
         if live:
             self.iterations += 1
         for name in live:

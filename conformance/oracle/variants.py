@@ -312,6 +312,14 @@ VARIANTS: dict[str, Variant] = {
         "with unequal shares the samples of a smaller share weigh more (each replica normalises with its own rows' "
         "BatchNorm statistics)",
         "data-parallel training equals one device on the global batch with the mean loss: every sample weighs the same"),
+    "replica-clip-before-combining": Variant(
+        "gradient clipping (global norm or per variable) applies to each data-parallel replica's own gradient, "
+        "before the replicas' gradients are combined: a global norm is never measured on the combined gradient",
+        "clipping applies to the combined gradient, as on one device"),
+    "replica-stats-read-averaged": Variant(
+        "each data-parallel replica keeps its own BatchNorm running statistics, and reading them gives their mean "
+        "over the replicas (a sync-on-read variable)",
+        "running statistics are those of one device on the global batch"),
     "unused-params-refused": Variant(
         "a data-parallel step after one in which a trainable parameter got no gradient raises, unless the engine "
         "was told that parameters may go unused (find_unused_parameters=True); every later step raises too",

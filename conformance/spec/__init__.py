@@ -5,9 +5,9 @@ vocabulary, layers.py the table of layer kinds, expand.py turns cases into insta
 """
 from .expand import SPEC_DIR, expand, load_spec, spec_hash
 from .model import (DROPOUT_PROBE, PADDING_PROBE, padding_from, FEATURES, TORCH_IGNORE_INDEX, CrossEntropy, OPTIMIZER_FIELDS, TOPICS, Case, ClearMode, Expect, Instance, Layer, Model, Optimizer,
-                    Step, defaults_of, expect_steps, features_of, param_names, schedule)
+                    Step, defaults_of, expect_steps, features_of, param_names, replica_loss_weights, schedule)
 from .safe_yaml import SpecError, load_yaml
 
 __all__ = ["DROPOUT_PROBE", "PADDING_PROBE", "padding_from", "TORCH_IGNORE_INDEX", "CrossEntropy", "FEATURES", "OPTIMIZER_FIELDS", "SPEC_DIR", "TOPICS", "Case", "ClearMode", "Expect", "Instance", "Layer",
            "Model", "Optimizer", "SpecError", "Step", "defaults_of", "expand", "expect_steps", "features_of",
-           "load_spec", "load_yaml", "param_names", "schedule", "spec_hash"]
+           "load_spec", "load_yaml", "param_names", "replica_loss_weights", "schedule", "spec_hash"]

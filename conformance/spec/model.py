@@ -262,6 +262,13 @@ class DataParallel(_Strict):
         return [range(start, start + n) for start, n in zip(starts, shares)]
 
 
+def replica_loss_weights(rows: list[int], loss: "CrossEntropy | None") -> list[float]:
+    """What each replica's loss (over `rows` samples) weighs in the global batch's: 1 for a summed cross-entropy, its
+    share of the rows for a mean (exact for the mean squared error, and for a cross-entropy that ignores no label)."""
+    summed = loss is not None and loss.reduction == "sum"
+    return [1.0 if summed else n / sum(rows) for n in rows]
+
+
 class Step(_Strict):
     path: list[str] = Field(min_length=1)
     """the layers the forward runs, in order"""

@@ -76,7 +76,8 @@ KERAS2 = keras.__version__.startswith("2.")
 import numpy as np  # noqa: E402
 
 from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded  # noqa: E402
-from ...spec import DROPOUT_PROBE, PADDING_PROBE, Model, padding_from, Optimizer, defaults_of, param_names  # noqa: E402
+from ...spec import (DROPOUT_PROBE, PADDING_PROBE, Model, Optimizer, defaults_of, padding_from, param_names,
+                     replica_loss_weights)  # noqa: E402
 from ...spec import layers as layer_kinds  # noqa: E402
 # graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
 from . import OFFERS, graph  # noqa: E402
@@ -142,7 +143,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
     # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -161,6 +162,25 @@ class TensorFlowRunner(KerasTrainer, Runner):
         tf.get_logger().addFilter(lambda record: "Gradients do not exist" not in record.getMessage())
         if self.mode == "graph":
             graph.quiet_retracing()
+        self.strategy, self.replica_grads = None, None
+        if self.run.replicas != "1":  # MirroredStrategy over as many logical CPU devices, in this process
+            world = int(self.run.replicas)
+            try:
+                tf.config.set_logical_device_configuration(
+                    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * world)
+            except RuntimeError as exc:  # "Virtual devices cannot be modified after being initialized"
+                raise Unavailable(f"--replicas {world}: this process's TF devices are already set up ({exc})") from None
+            self.strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(world)])
+            self.tf_device = None  # the strategy places every replica
+            # every replica runs in this process; the combined gradient exists only inside apply_gradients
+            self.emulates_replicas, self.grads_readable = True, False
+
+    def _scope(self):
+        """Where variables are made: the strategy's scope (mirrored variables) in a data-parallel run."""
+        return self.strategy.scope() if self.strategy is not None else contextlib.nullcontext()
+
+    def _device(self):
+        return tf.device(self.tf_device) if self.tf_device is not None else contextlib.nullcontext()
 
     @staticmethod
     def version() -> str:
@@ -182,7 +202,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
         self.model = model
         # a BatchNormalization fixes its input rank when built: for images where spec/layers.py says so
         images = layer_kinds.image_batchnorms(model)
-        with tf.device(self.tf_device):
+        with self._device(), self._scope():
             def make(name, spec):
                 if spec.linear:
                     layer = keras.layers.Dense(spec.linear[1], name=name, **given(use_bias=spec.bias))
@@ -299,6 +319,10 @@ class TensorFlowRunner(KerasTrainer, Runner):
         self.opt.learning_rate = lr
 
     def make_optimizer(self, optimizer: Optimizer):
+        with self._scope():  # a data-parallel run's optimizer is made in the strategy's scope, as its variables
+            self._make_optimizer(optimizer)
+
+    def _make_optimizer(self, optimizer: Optimizer):
         if self.api == "trainer":
             self._check_trainer_params(optimizer)
         if optimizer.params == "default":
@@ -356,12 +380,12 @@ class TensorFlowRunner(KerasTrainer, Runner):
             elif field == "bias":
                 out[name] = self.layers[owner].bias is not None
             elif field == "rate":  # measured: the fraction of ones the built layer zeroes in train mode
-                with tf.device(self.tf_device):
+                with self._device():
                     kept = self.layers[owner](tf.ones([DROPOUT_PROBE]), training=True)
                 out[name] = float(np.mean(kept.numpy() == 0))
             elif field == "padding":  # measured: the side of the built layer's output on an image of ones (NHWC)
                 c_in, _, k = self.model.layers[owner].conv2d
-                with tf.device(self.tf_device):
+                with self._device():
                     y = self.layers[owner](tf.ones([1, PADDING_PROBE, PADDING_PROBE, c_in]))
                 out[name] = padding_from(int(y.shape[1]), k)
             else:
@@ -442,7 +466,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
                               "none to accumulate into (summing gradient lists would be the adapter's "
                               "own arithmetic)")
         x = self._inputs(path, x)
-        with tf.device(self.tf_device):
+        with self._device():
             criterion, target = self._labels(loss, path, target)
             value, grads = self._train_step(path, train, backward, self.unconnected, reduce, criterion)(
                 tf.constant(x), target)
@@ -450,10 +474,44 @@ class TensorFlowRunner(KerasTrainer, Runner):
             self.grads_ = list(grads)
         return float(tf.reduce_mean(value))
 
+    def forward_replicas(self, shards, x, target, train, backward, loss=None):
+        """A data-parallel step as a custom loop under MirroredStrategy writes it: the step (the tape on the
+        replica's own rows, its loss as the single-device loop computes it) run by strategy.run on each replica's
+        rows; the replicas' gradients stay per replica until update() hands them to apply_gradients in each
+        replica, which combines them. Returns the global batch's loss (spec.replica_loss_weights)."""
+        if len({tuple(path) for path, _ in shards}) > 1:
+            raise Unsupported("replicas with paths of their own: strategy.run runs one step function on every "
+                              "replica")
+        if backward and self.replica_grads is not None:
+            raise Unsupported("TF gradients are functional: tape.gradient returns new tensors and keeps none to "
+                              "accumulate into")
+        path = shards[0][0]
+        criterion, labels = self._labels(loss, path, target)
+        inputs = tf.constant(self._inputs(path, x))
+        parts = [(tf.gather(inputs, list(rows)), tf.gather(labels, list(rows))) for _, rows in shards]
+        per_replica = self.strategy.experimental_distribute_values_from_function(
+            lambda context: parts[context.replica_id_in_sync_group])
+        step = self._train_step(path, train, backward, self.unconnected, True, criterion)
+        losses, grads = self.strategy.run(lambda part: step(*part), args=(per_replica,))
+        if backward:
+            self.replica_grads = grads
+        values = [float(tf.reduce_mean(v)) for v in self.strategy.experimental_local_results(losses)]
+        weights = replica_loss_weights([len(rows) for _, rows in shards], loss)
+        return sum(w * v for w, v in zip(weights, values))
+
+    def disagreeing(self):
+        """The variables whose copies on the replicas hold different values."""
+        out = set()
+        for name, variable in self.variables.items():
+            copies = getattr(variable if KERAS2 else variable.value, "values", ())
+            if any(not np.array_equal(copies[0].numpy(), c.numpy()) for c in copies[1:]):
+                out.add(name)
+        return out
+
     def clear_grads(self, mode):
         # Nothing to clear in TF: the next tape.gradient call returns fresh gradients. The mode
         # picks what that call returns for a variable not connected to the loss.
-        self.grads_ = None
+        self.grads_ = self.replica_grads = None
         self.unconnected = (tf.UnconnectedGradients.ZERO if mode == "zeros"
                             else tf.UnconnectedGradients.NONE)
 
@@ -465,11 +523,16 @@ class TensorFlowRunner(KerasTrainer, Runner):
             self.opt.apply_gradients(zip(grads, self.params))
 
     def update(self):
+        if self.strategy is not None:  # each replica hands its own gradients to apply_gradients
+            if self.replica_grads is not None:
+                with self.refusal():
+                    self.strategy.run(self._apply, args=(list(self.replica_grads),))
+            return
         if self.grads_ is None:  # no backward since the last clearing: nothing to hand the optimizer
             return
         if self.apply_ is None:
             self.apply_ = graph.compiled(self._apply) if self.mode == "graph" else self._apply
-        with tf.device(self.tf_device), self.refusal():
+        with self._device(), self.refusal():
             self.apply_(self.grads_)
 
     @contextlib.contextmanager
