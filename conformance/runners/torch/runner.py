@@ -57,6 +57,9 @@ class TorchRunner(Runner):
         if self.run.replicas != "1":  # one rank: torchrun's environment says where the group meets
             dist.init_process_group("gloo")
             self.rank = dist.get_rank()
+            # paid while the group starts, not by the first case: gloo connects on the first collectives
+            warm_up = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+            warm_up(torch.ones(1, 1)).sum().backward()
         self.ddp = None
 
     @staticmethod
