@@ -109,6 +109,8 @@ def plan(frameworks, devices, k, python, stage: Path, work: Path) -> list[Job]:
             if device not in offers(framework).devices:
                 continue
             for run in offers(framework).every_run(framework, device):
+                if run.replicas != "1":  # one GPU here: a data-parallel run needs a device per replica
+                    continue
                 argv = [python, "-m", "conformance", "run", "--framework", framework, "--device", device,
                         "--mode", run.mode, "--api", run.api, *(["--backend", run.backend] if run.backend else []),
                         *(["-k", k] if k else [])]
