@@ -42,6 +42,7 @@ ENTRY = Path(__file__).with_name("rank_entry.py")  # the script a launcher start
 JOIN_TIMEOUT = 180.0  # seconds for every rank to import its framework, join the group and say it is ready
 ERROR_GRACE_S = 5.0  # after one rank's error, how long the others get to reply (they may wait in a collective)
 POLL_S = 0.1
+NO_REPLY = "no reply after another rank's error"
 
 
 LOGS_PREFIX = "conformance-ranks-"  # of the temporary folder where a rank group's launcher runs and its ranks log
@@ -184,13 +185,14 @@ class RankGroup:
             except OSError:
                 pass  # it died between cases: gathering says how
         replies, failure = self._gather(0.9 * limit)  # the rest of the limit is the parent's to hear the reply
-        if failure is not None:
+        if failure is not None or ("error", NO_REPLY) in replies:  # a rank left waiting in a collective
             self.kill()
+        if failure is not None:
             return "error", failure
+        errors = [r for r, (kind, payload) in enumerate(replies) if kind == "error" and payload != NO_REPLY]
+        if errors:  # the rank that failed, not one left waiting for it
+            return "error", f"rank {errors[0]}: {replies[errors[0]][1]}"
         kinds = [kind for kind, _ in replies]
-        if "error" in kinds:
-            rank = kinds.index("error")
-            return "error", f"rank {rank}: {replies[rank][1]}"
         if "unsupported" in kinds:
             return "unsupported", replies[kinds.index("unsupported")][1]
         try:
@@ -210,7 +212,7 @@ class RankGroup:
                 left = min(left, ERROR_GRACE_S)
             if left <= 0:
                 if errors:
-                    return [replies.get(r, ("error", "no reply")) for r in range(self.world)], None
+                    return [replies.get(r, ("error", NO_REPLY)) for r in range(self.world)], None
                 hung = [r for r in range(self.world) if r not in replies]
                 return [], f"rank {hung[0]} hung: no reply within {within:.3g} s ({self.last_line()})"
             for conn in wait(waiting, min(left, POLL_S * 10)):

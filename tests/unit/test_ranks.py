@@ -51,7 +51,9 @@ def test_each_rank_fault_is_its_case_error_and_the_group_starts_again(tmp_path):
     assert by_id["fault-crash"].verdict == "error" and by_id["fault-crash"].reason.startswith("rank 1 died: ")
     assert by_id["fault-hang"].verdict == "error" and by_id["fault-hang"].reason.startswith("rank 1 hung: no reply within")
     assert by_id["fault-raises"].reason.startswith("rank 1: RuntimeError: injected failure on rank 1")
-    assert all(by_id[f"healthy-{n}"].verdict == "conform" for n in range(4))  # each after a fault: a new group
+    # rank 1 raised while rank 0 waited: the error, after a short grace, and a new group for the next case
+    assert by_id["fault-raises-alone"].reason.startswith("rank 1: RuntimeError: injected failure on rank 1 alone")
+    assert all(by_id[f"healthy-{n}"].verdict == "conform" for n in range(5))  # each after a fault: a new group
     assert "single-process" not in by_id  # a single-process case is no part of a data-parallel run
 
 

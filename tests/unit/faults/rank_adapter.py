@@ -40,6 +40,10 @@ class RankRunner(ReferenceRunner):
         return [sys.executable, "-c", LAUNCHER, str(world), script]
 
     def build(self, model, values):
+        if "raisesalone" in model.layers:  # rank 1 raises while rank 0 waits, as in a collective
+            if self.rank == 1:
+                raise RuntimeError("injected failure on rank 1 alone")
+            time.sleep(3600)
         if self.rank == 1:
             if "crash" in model.layers:
                 os.kill(os.getpid(), signal.SIGSEGV)
