@@ -58,8 +58,9 @@ class GroupFailed(Exception):
     """The rank group could not start, or lost a rank; the message is one line."""
 
 
-def _die_with_parent() -> None:
-    """In the launcher, before it runs: the kernel kills it when the coordinator dies."""
+def die_with_parent() -> None:
+    """Linux: the kernel kills this process when its parent dies, even by SIGKILL (the worker, the launcher before
+    it runs, a rank)."""
     if sys.platform.startswith("linux"):
         import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -99,7 +100,7 @@ class RankGroup:
         with open(self.log, "wb") as out:
             self.launcher = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, start_new_session=True,
-                                             preexec_fn=_die_with_parent, cwd=self.logs.name)
+                                             preexec_fn=die_with_parent, cwd=self.logs.name)
         accepted: list = []
 
         def accept():
@@ -234,9 +235,7 @@ def rank_main() -> None:
     """One rank, started by the launcher: connect back, build the room's runner, observe each case it is sent."""
     from ..runners import load_adapter
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # die with the launcher
+    die_with_parent()  # the launcher
     given = json.loads(os.environ[RUN_ENV])
     run = Run(**given["run"])
     adapter = load_adapter(given["adapter"], run.framework)  # what fails here, the launcher's log says

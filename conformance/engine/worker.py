@@ -24,7 +24,7 @@ from ..run import Run
 from ..runners import FrameworkMissing, Unavailable, load_adapter
 from ..spec import Case, Instance
 from .judge import DEFAULT_TIMEOUT, TimeLimit, judge, observe_safely, one_line, reference_of, refusal, time_limit
-from .ranks import GroupFailed, RankGroup
+from .ranks import GroupFailed, RankGroup, die_with_parent
 
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
 POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
@@ -73,9 +73,7 @@ class WorkerFailed(Exception):
 def die_with(parent: int) -> None:
     """Linux: the kernel kills this process when its parent dies, even by SIGKILL, which gives the
     parent no chance to end it (the worker runs in a session of its own, out of the parent's group)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    die_with_parent()
     if os.getppid() != parent:  # the parent died before that took effect
         os._exit(1)
 
