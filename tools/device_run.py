@@ -229,7 +229,7 @@ def main(argv=None) -> int:
                 continue
             contract = Job(f"{framework}-{device}-contract", [
                 sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/contract",
-                "--framework", framework, "--device", device, "--results", str(stage),
+                "--framework", framework, "--device", device, "--replicas", "1", "--results", str(stage),
                 f"--junitxml={stage / f'contract-{framework}-{device}.xml'}"], REPO, stage / "logs" / f"{framework}-{device}-contract.log")
             jobs.append(contract)
             run_jobs([contract], 1, time.monotonic() + 120, log, env)

@@ -24,7 +24,9 @@ def pytest_generate_tests(metafunc):
         return
     version = load_adapter(adapter_path(framework), framework).version()
     device = metafunc.config.getoption("device")
-    runs = [run.replace(version=version) for run in offers(framework).every_run(framework, device)]
+    replicas = metafunc.config.getoption("replicas")
+    runs = [run.replace(version=version) for run in offers(framework).every_run(framework, device)
+            if replicas in (None, run.replicas)]
     metafunc.parametrize("run", runs, ids=[run.name for run in runs])
 
 
