@@ -126,7 +126,10 @@ class JaxRunner(Runner):
     def accelerator(self) -> str:
         if self.device != "cuda":
             return ""
-        return f"{self.jax_device.device_kind}, driver {nvidia_driver()}, jaxlib {jax.lib.__version__}"
+        # the precision of float32 matmuls and convolutions: JAX's default lets a GPU use TF32 (README, Between devices)
+        precision = jax.config.jax_default_matmul_precision or "default"
+        return (f"{self.jax_device.device_kind}, driver {nvidia_driver()}, jaxlib {jax.lib.__version__}, "
+                f"matmul precision {precision}")
 
     def packages(self) -> dict[str, str]:
         import flax
