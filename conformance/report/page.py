@@ -346,20 +346,33 @@ def device_differences(columns: list[Column]) -> list[dict]:
     return sorted(out, key=lambda d: _order(d["run"]))
 
 
+def _data_parallel_twins(col: Column, columns: list[Column]) -> list[Column]:
+    """The data-parallel runs of col's version, device, mode and api (a column each replica count)."""
+    return [c for c in columns if c.doc and c.run.replicas != "1" and c.run.replace(replicas="1") == col.run]
+
+
 def porting_notes(columns: list[Column]) -> list[dict]:
-    """For every ordered pair of frameworks (their newest runs, from X to Y): each variant one profile
-    holds and the other does not, in both frameworks' words, with the cases whose divergence it explains."""
+    """For every ordered pair of frameworks (their newest runs, from X to Y, each with its data-parallel runs of
+    that version): each variant one profile holds and the other does not, in both frameworks' words, with the
+    cases whose divergence it explains and the replica count where only a data-parallel run holds it."""
     runs = latest_runs(columns)
+    held = {}  # framework -> variant name -> (its record, the runs that hold it)
+    for col in runs:
+        held[col.framework] = {}
+        for run in [col, *_data_parallel_twins(col, columns)]:
+            for v in run.doc.profile:
+                held[col.framework].setdefault(v.name, (v, []))[1].append(run)
     notes = []
     for source, target in itertools.permutations(runs, 2):
-        mine = {v.name: v for v in source.doc.profile}
-        theirs = {v.name: v for v in target.doc.profile}
+        mine, theirs = held[source.framework], held[target.framework]
         items = []
         for name in [n for n in VARIANTS if (n in mine) != (n in theirs)]:
             holder = source if name in mine else target
-            cases = [c.id for c in holder.doc.cases if any(v.name == name for v in variants_of(c))]
-            entry = (mine | theirs)[name]
-            items.append(dict(name=name, holder=holder.framework, entry=entry, cases=cases,
+            entry, holding = (mine | theirs)[name]
+            cases = [c.id for run in holding for c in run.doc.cases if any(v.name == name for v in variants_of(c))]
+            only_parallel = all(run.run.replicas != "1" for run in holding)
+            items.append(dict(name=name, holder=holder.framework, entry=entry, cases=list(dict.fromkeys(cases)),
+                              replicas=", ".join(sorted({r.run.replicas for r in holding})) if only_parallel else "",
                               before=VARIANTS[name].behaviour if name in mine else VARIANTS[name].reference,
                               after=VARIANTS[name].behaviour if name in theirs else VARIANTS[name].reference))
         notes.append(dict(source=source.framework, target=target.framework, changes=items))

@@ -262,3 +262,25 @@ def test_initial_draws_are_tabled_beside_the_defaults(tmp_path):
     row = section.split(f'data-case="{INSTANCES[0].id}" data-setting="a.weight as built"', 1)[1].split("</tr>", 1)[0]
     cells = re.findall(r"<td>(.*?)</td>", row)
     assert cells[-3] == "mean 0.0002, std 0.036" and "std 0.0789</b>" in " ".join(cells[-2:])
+
+
+def test_porting_notes_carry_the_variants_of_the_data_parallel_runs(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    single = [i for i in INSTANCES if not i.case.data_parallel]
+    parallel = [i for i in INSTANCES if i.case.data_parallel]
+    summed = results.VariantRecord(name="replica-grads-summed", reason="sums across replicas", replicas=["2"],
+                                   link="https://example.org/dp", snippet="conformance/runners/mindspore/confirm/x.py")
+    dp_cases = [record(i) for i in parallel]
+    dp_cases[0] = record(parallel[0], "divergence", reason="twice the step",
+                         documented=results.Explanation(variants=[summed]))
+    write_run(folder, env("torch", "2.13.0"), [record(i) for i in single])
+    write_run(folder, env("mindspore", "2.10.0"), [record(i) for i in single])
+    two = env("mindspore", "2.10.0").model_copy(update=dict(replicas="2"))
+    results.write(results.Results(complete=True, environment=two, cases=dp_cases, profile=[summed]),
+                  folder / f"{two.run.name}.json")
+    page = build(folder, tmp_path, bench_dir=None).read_text()
+    note = page.split('data-from="torch" data-to="mindspore"', 1)[1].split("</details>", 1)[0]
+    assert "(1 difference)" in note
+    assert "<code>replica-grads-summed</code> (data-parallel, 2 replicas)" in note
+    assert parallel[0].id in note and "sums across replicas" in note
