@@ -15,6 +15,7 @@ import datetime
 import math
 import os
 import signal
+import socket
 import stat
 import sys
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from . import results
 from .engine.judge import DEFAULT_TIMEOUT, explain, one_line
-from .engine.ranks import remove_logs
+from .engine.ranks import Nodes, remove_logs
 from .engine.worker import TAG, Worker, WorkerFailed, end_strays, run_isolated, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run, takes
@@ -76,6 +77,12 @@ def _timeout(text: str) -> float:
     if not 0 < seconds <= MAX_TIMEOUT:  # also refuses nan
         raise argparse.ArgumentTypeError(f"expected seconds in (0, {MAX_TIMEOUT:g}], got {text!r}")
     return seconds
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 64, got {text!r}")
+    return int(text)
 
 
 KINDS = {"d": "directory", "l": "symbolic link", "p": "FIFO", "c": "character device", "b": "block device",
@@ -195,6 +202,21 @@ def _requested(args) -> Run:
     return Run(args.framework, **{axis.name: getattr(args, axis.name) or "" for axis in AXES if axis.option})
 
 
+def _nodes(args) -> Nodes:
+    """The hosts --nodes and --node-address ask a data-parallel run's ranks to spread over."""
+    nodes = Nodes(args.nodes, args.node_address)
+    replicas = int(args.replicas or "1")
+    if nodes.count > 1 and (replicas == 1 or replicas % nodes.count):
+        raise UsageError(f"--nodes {nodes.count}: the replicas (--replicas {replicas}) must split evenly over the "
+                         f"nodes, one or more each")
+    if nodes.count > 1 and not nodes.here:
+        try:
+            socket.getaddrinfo(nodes.address, None)
+        except OSError as exc:
+            raise UsageError(f"--node-address {nodes.address}: {exc.strerror or exc}") from None
+    return nodes
+
+
 def cmd_docs(args) -> int:
     """Write docs/*.md from the committed inputs, or with --check list the pages that differ."""
     from .report import docs
@@ -278,8 +300,10 @@ def cmd_run(args) -> int:
             raise Interrupted(signum)
 
     previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
+    nodes = _nodes(args)
+
     def new_worker():
-        workers.append(Worker(_requested(args), path))
+        workers.append(Worker(_requested(args), path, nodes))
         return workers[-1]
 
     workers = []
@@ -353,7 +377,8 @@ def _every_run(args) -> int:
     for n, run in enumerate(runs, 1):
         _say(f"== run {n} of {len(runs)}: {args.framework} {run.execution}")
         axes = {axis.name: getattr(run, axis.name) or None for axis in AXES if axis.option and axis.name != "device"}
-        one = argparse.Namespace(**{**vars(args), "every_run": False, "within_every_run": True, **axes})
+        one = argparse.Namespace(**{**vars(args), "every_run": False, "within_every_run": True, **axes,
+                                    "nodes": args.nodes if run.replicas != "1" else 1})
         try:
             code = cmd_run(one)
         except (SpecError, UsageError) as exc:
@@ -495,6 +520,11 @@ def main(argv=None) -> int:
     _run_axes(p_run)
     p_run.add_argument("--every-run", action="store_true",
                        help="every run the framework's room offers on --device, each to its own results file")
+    p_run.add_argument("--nodes", type=_count, default=1, metavar="N",
+                       help="a data-parallel run's ranks spread over N hosts, each started by the framework's "
+                            "launcher with its multi-node flags (default 1; README, Several hosts)")
+    p_run.add_argument("--node-address", default="127.0.0.1", metavar="HOST",
+                       help="this host as the other nodes reach it (default 127.0.0.1: every node starts here)")
     p_run.add_argument("-k", metavar="SUBSTRING", help="only instance ids containing SUBSTRING")
     p_run.add_argument("--case", action="append", metavar="ID",
                        help="only this case (base or instance id); repeatable")

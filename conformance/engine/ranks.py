@@ -9,6 +9,13 @@ of the global batch (scenario.observe) and the coordinator merges the replies in
 (scenario.merge_replicas). A rank that dies, hangs or never joins makes that case an `error` with a one-line reason
 naming the rank; the group is then ended and started again for the next case.
 
+Several hosts (`run --nodes N --node-address HOST`): the ranks are split evenly over N nodes, each node's ranks
+started by the framework's launcher with its own multi-node flags (torchrun --nnodes/--node-rank/--master-addr,
+paddle's launch --nnodes/--rank/--master, msrun --node_rank/--master_addr), meeting at HOST, this host as the
+others reach it, where the coordinator listens too. On a loopback HOST every node's launcher starts here (the
+several-hosts path rehearsed on one machine); otherwise this host starts node 0's and prints each other node's
+command, to be run there in the same checkout. The suite starts nothing on another host itself.
+
 Nothing outlives the group: the launcher runs in a session of its own that the coordinator ends, it dies with the
 coordinator (PR_SET_PDEATHSIG), every rank dies with its launcher and leaves when its connection closes, and the
 run's tag (worker.TAG) lets the run end whatever is left. What the ranks print goes to a temporary folder, whose
@@ -16,21 +23,25 @@ last line names the cause of a failure.
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from multiprocessing.connection import Client, Listener, wait
 from pathlib import Path
 
 from ..run import Run
+from ..runners.base import free_port
 from ..spec import Case
 from .judge import one_line, observe_safely
 from .scenario import merge_replicas
@@ -40,6 +51,7 @@ KEY_ENV = "CONFORMANCE_RANKS_KEY"  # its connections' authentication key, hex
 RUN_ENV = "CONFORMANCE_RANKS_RUN"  # {"run": the run's axes, "adapter": the adapter's path}, JSON
 ENTRY = Path(__file__).with_name("rank_entry.py")  # the script a launcher starts on every rank
 JOIN_TIMEOUT = 180.0  # seconds for every rank to import its framework, join the group and say it is ready
+REMOTE_JOIN_TIMEOUT = 600.0  # the same where a person starts the other hosts' launchers
 ERROR_GRACE_S = 5.0  # after one rank's error, how long the others get to reply (they may wait in a collective)
 POLL_S = 0.1
 NO_REPLY = "no reply after another rank's error"
@@ -52,6 +64,22 @@ def remove_logs(tag: str) -> None:
     """At the end of a run: remove the temporary folders its rank groups logged to."""
     for folder in Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}{tag}-*"):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """The hosts of a data-parallel run: `count` nodes of replicas // count ranks each; `address` is this host as
+    the others reach it (the coordinator and node 0's launcher listen there)."""
+    count: int = 1
+    address: str = "127.0.0.1"
+
+    @property
+    def here(self) -> bool:
+        """Every node on this machine: the address is a loopback one."""
+        try:
+            return ipaddress.ip_address(socket.gethostbyname(self.address)).is_loopback
+        except (OSError, ValueError):
+            return False
 
 
 class GroupFailed(Exception):
@@ -67,13 +95,13 @@ def die_with_parent() -> None:
 
 
 class RankGroup:
-    """The ranks of one data-parallel run, started by `adapter.launch_ranks(world, script)` (the launcher's
-    argv) and replaced after a failure."""
+    """The ranks of one data-parallel run, started by `adapter.launch_ranks(world, script, ...)` (the launcher's
+    argv, one per node) and replaced after a failure."""
 
-    def __init__(self, adapter, path: str, run: Run, tag: str = ""):
-        self.adapter, self.path, self.run = adapter, path, run
+    def __init__(self, adapter, path: str, run: Run, tag: str = "", nodes: Nodes = Nodes()):
+        self.adapter, self.path, self.run, self.nodes = adapter, path, run, nodes
         self.world = int(run.replicas)
-        self.launcher: subprocess.Popen | None = None
+        self.launchers: list[subprocess.Popen] = []  # this host's, one per node started here
         self.conns: list = []  # by rank
         self.ready: tuple = ()  # rank 0's (version, backend, accelerator, packages)
         self.seq = 0
@@ -85,22 +113,37 @@ class RankGroup:
         """Launch the ranks and wait until each has joined; rank 0's (version, backend, accelerator,
         packages), or GroupFailed."""
         key = secrets.token_bytes(32)
-        listener = Listener(("127.0.0.1", 0), authkey=key)
+        listener = Listener(("127.0.0.1" if self.nodes.here else self.nodes.address, 0), authkey=key)
         host, port = listener.address
+        if not self.nodes.here:
+            host = self.nodes.address
         # the ranks import this very package, and what the run's folder and PYTHONPATH hold (an --adapter's
         # module): absolute, as the launcher runs in a temporary folder
         given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         path = os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.getcwd(), *map(os.path.abspath, given)])
         # and run on this interpreter, where a launcher (msrun) starts `python` from PATH
         bin_path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-        env = {**os.environ, ADDRESS_ENV: f"{host}:{port}", KEY_ENV: key.hex(), "PYTHONPATH": path, "PATH": bin_path,
-               RUN_ENV: json.dumps({"run": asdict(self.run), "adapter": self.path})}
-        self.log = Path(self.logs.name) / f"launch-{int(time.time() * 1000)}.log"
-        argv = self.adapter.launch_ranks(self.world, str(ENTRY))
-        with open(self.log, "wb") as out:
-            self.launcher = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, start_new_session=True,
-                                             preexec_fn=die_with_parent, cwd=self.logs.name)
+        ours = {ADDRESS_ENV: f"{host}:{port}", KEY_ENV: key.hex(), "PYTHONPATH": path, "PATH": bin_path,
+                RUN_ENV: json.dumps({"run": asdict(self.run), "adapter": self.path})}
+        self.log_files = []
+        stamp = int(time.time() * 1000)
+        count = self.nodes.count
+        master = "" if count == 1 else f"{self.nodes.address}:{free_port(host)}"  # the launchers' rendezvous
+        for node in range(count):
+            argv = (self.adapter.launch_ranks(self.world, str(ENTRY)) if count == 1 else
+                    self.adapter.launch_ranks(self.world, str(ENTRY), count, node, master))
+            if node and not self.nodes.here:  # another host's: a person starts it there
+                print(f"node {node} of {count}: on that host, in this checkout, within {REMOTE_JOIN_TIMEOUT:g} s, "
+                      f"run: env {shlex.join(f'{k}={v}' for k, v in ours.items())} {shlex.join(argv)}",
+                      file=sys.stderr, flush=True)
+                continue
+            folder = Path(self.logs.name) / f"node-{node}"  # a launcher writes its ranks' logs under its cwd
+            folder.mkdir(exist_ok=True)
+            self.log_files.append(folder / f"launch-{stamp}.log")
+            with open(self.log_files[-1], "wb") as out:
+                self.launchers.append(subprocess.Popen(
+                    argv, env={**os.environ, **ours}, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True, preexec_fn=die_with_parent, cwd=folder))
         accepted: list = []
 
         def accept():
@@ -112,13 +155,13 @@ class RankGroup:
 
         thread = threading.Thread(target=accept, daemon=True)
         thread.start()
-        deadline = time.monotonic() + JOIN_TIMEOUT
+        timeout = JOIN_TIMEOUT if self.nodes.here else REMOTE_JOIN_TIMEOUT
+        deadline = time.monotonic() + timeout
         try:
-            while thread.is_alive() and time.monotonic() < deadline and self.launcher.poll() is None:
+            while thread.is_alive() and time.monotonic() < deadline and not self.launcher_exited():
                 thread.join(POLL_S)
             if len(accepted) < self.world:
-                why = "the launcher exited" if self.launcher.poll() is not None else \
-                    f"not all joined within {JOIN_TIMEOUT:g} s"
+                why = "the launcher exited" if self.launcher_exited() else f"not all joined within {timeout:g} s"
                 self.kill()
                 raise GroupFailed(f"{len(accepted)} of {self.world} ranks joined ({why}): {self.last_line()}")
         finally:
@@ -144,24 +187,30 @@ class RankGroup:
         self.ready = readies[0][1]
         return self.ready
 
+    def launcher_exited(self) -> bool:
+        return any(launcher.poll() is not None for launcher in self.launchers)
+
     def last_line(self) -> str:
-        """The last line the ranks and their launcher printed (the cause of a failure, as a rule)."""
-        try:
-            lines = [line for line in self.log.read_text(errors="replace").splitlines() if line.strip()]
-        except OSError:
-            return "no output"
+        """The last line the ranks and their launchers printed (the cause of a failure, as a rule), from the log
+        written last."""
+        lines = []
+        for log in sorted(self.log_files, key=lambda f: f.stat().st_mtime if f.exists() else 0):
+            try:
+                lines += [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+            except OSError:
+                pass
         return lines[-1].strip()[:300] if lines else "no output"
 
     def kill(self) -> None:
-        """End the launcher's session (the ranks with it) and drop the connections."""
-        if self.launcher is not None:
+        """End each launcher's session (the ranks with it) and drop the connections."""
+        for launcher in self.launchers:
             try:
-                os.killpg(self.launcher.pid, signal.SIGKILL)
+                os.killpg(launcher.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            self.launcher.kill()
-            self.launcher.wait()
-            self.launcher = None
+            launcher.kill()
+            launcher.wait()
+        self.launchers = []
         for conn in self.conns:
             conn.close()
         self.conns = []
@@ -174,7 +223,7 @@ class RankGroup:
     def observe(self, case: Case, limit: float) -> tuple[str, object]:
         """The case on every rank, merged: ('ok', Observation) | ('unsupported', why) | ('error', one line).
         A group lost on an earlier case is started again first."""
-        if self.launcher is None:
+        if not self.launchers:
             try:
                 self.start()
             except GroupFailed as exc:

@@ -24,7 +24,7 @@ from ..run import Run
 from ..runners import FrameworkMissing, Unavailable, load_adapter
 from ..spec import Case, Instance
 from .judge import DEFAULT_TIMEOUT, TimeLimit, judge, observe_safely, one_line, reference_of, refusal, time_limit
-from .ranks import GroupFailed, RankGroup, die_with_parent
+from .ranks import GroupFailed, Nodes, RankGroup, die_with_parent
 
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
 POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
@@ -101,7 +101,7 @@ class Unread:
         return getattr(self._stream, name)
 
 
-def _worker_main(conn, path: str, run: Run, parent: int) -> None:
+def _worker_main(conn, path: str, run: Run, parent: int, nodes: Nodes) -> None:
     os.setsid()  # a process group of its own: killing the group also ends whatever it forks
     die_with(parent)
     sys.stdout, sys.stderr = Unread(sys.stdout), Unread(sys.stderr)
@@ -111,8 +111,11 @@ def _worker_main(conn, path: str, run: Run, parent: int) -> None:
     group = None
     try:
         adapter = load_adapter(path, run.framework)
+        if nodes.count > 1 and adapter.launch_ranks is None:
+            raise Unavailable(f"{run.framework} runs its replicas in one process, with no launcher: it has no "
+                              f"--nodes")
         if run.replicas != "1" and adapter.launch_ranks is not None:  # data-parallel: this process coordinates
-            group = RankGroup(adapter, path, adapter.offers.resolve(run), os.environ.get(TAG, ""))
+            group = RankGroup(adapter, path, adapter.offers.resolve(run), os.environ.get(TAG, ""), nodes)
             version, backend, accelerator, packages = group.start()
             conn.send(("ready", version, backend, accelerator, packages))
         else:
@@ -155,13 +158,13 @@ class _Unpickler(pickle.Unpickler):
 class Worker:
     """One framework process that runs cases one at a time."""
 
-    def __init__(self, run: Run, path: str):
+    def __init__(self, run: Run, path: str, nodes: Nodes = Nodes()):
         ctx = multiprocessing.get_context("spawn")  # fork is unsafe with framework threads
         self.conn, child = ctx.Pipe()
         self.run = run
         self.accelerator = ""  # what the adapter says it computes on, once started
         self.packages = {}  # the versions of the packages beside the framework, once started
-        self.process = ctx.Process(target=_worker_main, args=(child, path, run, os.getpid()), daemon=True)
+        self.process = ctx.Process(target=_worker_main, args=(child, path, run, os.getpid(), nodes), daemon=True)
         self.ended = False
         self.asked = (0, "")  # the request in flight: (sequence number, case id)
         self.process.start()

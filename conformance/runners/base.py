@@ -68,8 +68,10 @@ class Runner(ABC):
     # the oracle runs every replica of a data-parallel step itself; a room's runner is one replica of a rank group
     emulates_replicas: bool = False
     # a rank group's runner: its rank (from the framework's process group), and the case's data_parallel (set by
-    # observe before build); launch_ranks(world, script) is the argv of the framework's launcher that starts
-    # `world` ranks each running `script` (engine/ranks.py), None for a room without a rank group
+    # observe before build); launch_ranks(world, script, nodes=1, node=0, master="") is the argv of the framework's
+    # launcher that starts `world` ranks each running `script` (engine/ranks.py), None for a room without a rank
+    # group; with nodes > 1 it starts node `node`'s world // nodes ranks, meeting the other nodes at `master`
+    # (host:port, node 0's launcher listens there)
     rank: int = 0
     data_parallel = None
     launch_ranks = None
@@ -241,8 +243,8 @@ def loaded(model: Model, values: dict) -> dict:
     return {n: v for n, v in values.items() if model.layers[n.split(".")[0]].init == "case"}
 
 
-def free_port() -> int:
-    """A localhost TCP port free now, for a launcher that needs one named (the launcher binds it soon after)."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port of `host` (this machine's) free now, for a launcher that needs one named (it binds it soon after)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]

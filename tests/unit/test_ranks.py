@@ -4,7 +4,9 @@ started again for the next one, and no rank outlives the run, a killed run inclu
 The test-only adapter faults/rank_adapter.py makes each rank the oracle on its own rows, started by a small launcher
 as torchrun starts ranks; the spec in faults/ranks puts a healthy case between faults of rank 1."""
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -63,6 +65,65 @@ def test_a_launcher_that_starts_no_rank_fails_the_run_in_one_line(tmp_path, caps
     err = capsys.readouterr().err
     assert code != 0
     assert "0 of 2 ranks joined (the launcher exited): launcher: no such host" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_several_nodes_each_start_their_launcher_and_the_ranks_meet_as_one_group(tmp_path, monkeypatch):
+    launches = tmp_path / "launches"
+    monkeypatch.setenv("FAKE_LAUNCHES", str(launches))
+    out = tmp_path / "nodes.json"
+    code = main(["--spec", str(SPEC), "run", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
+                 "--replicas", "2", "--nodes", "2", "--timeout", "4", "--out", str(out), "-k", "-"])
+    assert code == 0
+    by_id = {c.id: c for c in results.read(out).cases}
+    assert all(by_id[f"healthy-{n}"].verdict == "conform" for n in range(5))
+    assert by_id["fault-crash"].reason.startswith("rank 1 died: ")  # node 1's rank, named by its global rank
+    # one launcher per node, at the start and at each restart after a fault
+    lines = sorted(launches.read_text().splitlines())
+    starts = lines.count("ranks 0 to 0")
+    assert starts >= 2 and lines == ["ranks 0 to 0"] * starts + ["ranks 1 to 1"] * starts
+
+
+def this_hosts_address() -> str | None:
+    """The address this machine's outgoing traffic would leave from (no packet is sent), unless a loopback one."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # a documentation address: only the route is looked up
+            address = probe.getsockname()[0]
+    except OSError:
+        return None
+    return None if address.startswith("127.") else address
+
+
+@pytest.mark.skipif(this_hosts_address() is None, reason="this machine has no address but a loopback one")
+def test_another_hosts_node_is_a_command_to_run_there_and_its_ranks_join(tmp_path):
+    out = tmp_path / "remote.json"
+    run = subprocess.Popen([sys.executable, "-m", "conformance", "--spec", str(SPEC), "run", "--framework", "reference",
+                            "--adapter", "rank_adapter:RankRunner", "--replicas", "2", "--nodes", "2",
+                            "--node-address", this_hosts_address(), "-k", "healthy-0", "--out", str(out)],
+                           stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    line = run.stderr.readline()
+    command = re.fullmatch(r"node 1 of 2: on that host, in this checkout, within \d+ s, run: (.+)\n", line)
+    assert command, line
+    other = tmp_path / "other-host"  # the other host's working folder
+    other.mkdir()
+    node = subprocess.Popen(command.group(1), shell=True, cwd=other, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert run.wait(120) == 0
+    finally:
+        os.killpg(node.pid, signal.SIGKILL)
+    assert [c.verdict for c in results.read(out).cases] == ["conform"]
+
+
+def test_nodes_need_a_launcher_and_replicas_that_split_over_them(tmp_path, capsys):
+    assert main(["--spec", str(SPEC), "run", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
+                 "--replicas", "2", "--nodes", "4", "--out", str(tmp_path / "a.json")]) == 2
+    assert "--nodes 4: the replicas (--replicas 2) must split evenly over the nodes" in capsys.readouterr().err
+    assert main(["--spec", str(SPEC), "run", "--framework", "reference", "--replicas", "2", "--nodes", "2",
+                 "--out", str(tmp_path / "b.json")]) != 0
+    err = capsys.readouterr().err
+    assert "reference runs its replicas in one process, with no launcher: it has no --nodes" in err
     assert len(err.strip().splitlines()) == 1
 
 

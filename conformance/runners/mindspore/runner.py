@@ -174,11 +174,13 @@ class MindSporeRunner(Runner):
         return os.environ.get("MS_ROLE") == "MS_SCHED"  # msrun's scheduler: init() serves the cluster
 
     @staticmethod
-    def launch_ranks(world: int, script: str) -> list[str]:
+    def launch_ranks(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
         """msrun on this host (its scheduler on a localhost port found free now); each worker's log goes to ./log,
-        in the rank group's temporary folder. --join keeps msrun up for as long as the workers run."""
-        return ["msrun", f"--worker_num={world}", f"--local_worker_num={world}", "--master_addr=127.0.0.1",
-                f"--master_port={free_port()}", "--log_dir=log", "--join=True", script]
+        in the rank group's temporary folder. --join keeps msrun up for as long as the workers run. On several
+        nodes: this node's --node_rank and its share of the workers, the scheduler at `master` (node 0's)."""
+        host, port = master.rsplit(":", 1) if master else ("127.0.0.1", str(free_port()))
+        return ["msrun", f"--worker_num={world}", f"--local_worker_num={world // nodes}", f"--node_rank={node}",
+                f"--master_addr={host}", f"--master_port={port}", "--log_dir=log", "--join=True", script]
 
     @staticmethod
     def version() -> str:

@@ -144,10 +144,14 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
         self.parallel = None
 
     @staticmethod
-    def launch_ranks(world: int, script: str) -> list[str]:
+    def launch_ranks(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
         """paddle.distributed.launch on this host: it picks a free localhost port for its store, and writes each
-        rank's log under ./log (the rank group's temporary folder)."""
-        return [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(world), script]
+        rank's log under ./log (the rank group's temporary folder). On several nodes: --nnodes, this node's --rank
+        and the --master (node 0's store) every node meets at."""
+        if nodes == 1:
+            return [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(world), script]
+        return [sys.executable, "-m", "paddle.distributed.launch", "--nnodes", str(nodes), "--rank", str(node),
+                "--master", master, "--nproc_per_node", str(world // nodes), script]
 
     @staticmethod
     def version() -> str:

@@ -63,9 +63,14 @@ class TorchRunner(Runner):
         self.ddp = None
 
     @staticmethod
-    def launch_ranks(world: int, script: str) -> list[str]:
-        """torchrun on this host; --standalone lets it pick a free localhost port for its rendezvous."""
-        return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}", script]
+    def launch_ranks(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
+        """torchrun on this host; --standalone lets it pick a free localhost port for its rendezvous. On several
+        nodes, its static rendezvous: node 0's store at `master`, each node's ranks numbered from its node rank."""
+        if nodes == 1:
+            return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}", script]
+        host, port = master.rsplit(":", 1)
+        return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--node-rank={node}",
+                f"--nproc-per-node={world // nodes}", f"--master-addr={host}", f"--master-port={port}", script]
 
     @staticmethod
     def version() -> str:

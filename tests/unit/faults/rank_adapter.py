@@ -4,23 +4,12 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 from conformance.oracle.reference import ReferenceRunner
 from conformance.runners.base import Offers
 
-# What the launcher does: start one process per rank with its rank in the environment, wait for them, and end the
-# others once one fails (as torchrun does).
-LAUNCHER = """
-import os, subprocess, sys, time
-world, script = int(sys.argv[1]), sys.argv[2]
-ranks = [subprocess.Popen([sys.executable, script], env={**os.environ, "FAKE_RANK": str(r)}) for r in range(world)]
-while all(p.poll() is None for p in ranks):
-    time.sleep(0.05)
-print(f"launcher: a rank exited with status {[p.poll() for p in ranks if p.poll() is not None][0]}", flush=True)
-for p in ranks:
-    p.kill()
-sys.exit(1)
-"""
+LAUNCHER = Path(__file__).with_name("fake_launcher.py")
 
 
 class RankRunner(ReferenceRunner):
@@ -36,8 +25,8 @@ class RankRunner(ReferenceRunner):
             time.sleep(3600)
 
     @staticmethod
-    def launch_ranks(world, script):
-        return [sys.executable, "-c", LAUNCHER, str(world), script]
+    def launch_ranks(world, script, nodes=1, node=0, master=""):  # a node's launcher starts its share of the ranks
+        return [sys.executable, str(LAUNCHER), str(world // nodes), script, str(node * (world // nodes))]
 
     def build(self, model, values):
         if "raisesalone" in model.layers:  # rank 1 raises while rank 0 waits, as in a collective
