@@ -11,4 +11,6 @@ AUDIT = "conformance.runners.mindspore.audit:MindSporeProbe"  # python -m confor
 AUDIT_READS = ("PyNative only: the optimizer instance gets a subclass of its class whose `__call__` reads the gradients it is handed (a loop's `optimizer(grads)` or `TrainOneStepCell`'s); its class is put back afterwards; an update compiled under `@ms.jit` or GRAPH_MODE is refused in one line")
 OFFERS = Offers(devices=("cpu", "cuda", "ascend"),
                 runs=({}, {"mode": "graph", "backend": "GRAPH_MODE"}, {"api": "trainer"},
-                      {"mode": "graph", "backend": "GRAPH_MODE", "api": "trainer"}, {"replicas": "2"}))
+                      {"mode": "graph", "backend": "GRAPH_MODE", "api": "trainer"}, {"replicas": "2"},
+                      {"mode": "graph", "backend": "GRAPH_MODE", "replicas": "2"}, {"api": "trainer", "replicas": "2"},
+                      {"mode": "graph", "backend": "GRAPH_MODE", "api": "trainer", "replicas": "2"}))

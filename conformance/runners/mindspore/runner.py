@@ -78,6 +78,10 @@ once per step after set_train(train) (Model.train calls set_train() on it). Mode
 only a dataset pipeline per one-batch step (a test checks the two agree). TrainOneStepCell does not
 clip, so clipped cases are Unsupported there. In graph mode the TrainOneStepCell is compiled, as
 Model.train compiles it under GRAPH_MODE.
+--replicas 2 is data-parallel: each rank is a worker msrun starts, under set_auto_parallel_context(
+parallel_mode=DATA_PARALLEL) with gradients_mean left to its default. The loop hands its gradient tuple to
+nn.DistributedGradReducer before the update, as the tutorial's custom loop does, in PyNative and GRAPH_MODE
+alike; the trainer's nn.TrainOneStepCell inserts that reducer itself under the parallel context.
 graph.py and trainer.py hold the code only those runs need; runner.py calls it from there.
 """
 from __future__ import annotations
