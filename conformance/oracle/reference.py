@@ -582,10 +582,12 @@ class ReferenceRunner(Runner):
 
     def _combined(self, shards, x, target, train, backward, loss):
         """Every replica in turn, its gradient weighed into the combined one (module doc: forward_replicas).
-        replica-clip-before-combining: each replica's own gradient is clipped first. replica-stats-read-averaged:
+        replica-clip-before-combining: each replica's share is clipped first. replica-stats-own-rows: each replica
+        normalises with its own rows' statistics, the gradients weighed as one device's. replica-stats-read-averaged:
         each replica keeps its own running statistics, and what is read is their mean."""
         combine = next((REPLICA_WEIGHTS[v] for v in sorted(self.variants) if v in REPLICA_WEIGHTS), None)
-        if combine is None and len({tuple(path) for path, _ in shards}) == 1:
+        own_rows = "replica-stats-own-rows" in self.variants
+        if combine is None and not own_rows and len({tuple(path) for path, _ in shards}) == 1:
             return self.forward(shards[0][0], x, target, train, backward, loss=loss)
         total, value = len(x), 0.0
         weights = replica_loss_weights([len(rows) for _, rows in shards], loss)
@@ -600,7 +602,8 @@ class ReferenceRunner(Runner):
             ours = {n: self.values_[n].copy() for n in statistics} if rank else {}  # replica 0's
             if rank:  # this replica's own statistics, which started as everyone's
                 self.values_.update(self.replica_statistics.setdefault(rank, dict(start)))
-            weight = (combine or (lambda n, b, r: n / b))(len(rows), total, len(shards))
+            # as one device on the global batch unless a variant combines the replicas otherwise
+            weight = combine(len(rows), total, len(shards)) if combine else weights[rank]
             before = {n: None if g is None else g.copy() for n, g in self.grads_.items()}
             self._grad_scale = 1.0 if apart else weight
             try:
@@ -611,10 +614,10 @@ class ReferenceRunner(Runner):
                 if rank:
                     self.replica_statistics[rank] = {n: self.values_[n].copy() for n in statistics}
                     self.values_.update(ours)
-            if apart:  # this replica's own gradient, clipped, then weighed in
+            if apart:  # this replica's share of the combined gradient (its own, weighed), clipped, then added
                 own = {n: g if before[n] is None or g is None else g - before[n] for n, g in self.grads_.items()}
                 live = [n for n in self.opt_params if own.get(n) is not None]
-                scale = self._clip_scales(own, live)
+                scale = self._clip_scales({n: weight * own[n] for n in live}, live)
                 self.grads_ = {n: before[n] if n not in scale else
                                (0.0 if before[n] is None else before[n]) + weight * scale[n] * own[n]
                                for n in self.grads_}

@@ -312,9 +312,15 @@ VARIANTS: dict[str, Variant] = {
         "with unequal shares the samples of a smaller share weigh more (each replica normalises with its own rows' "
         "BatchNorm statistics)",
         "data-parallel training equals one device on the global batch with the mean loss: every sample weighs the same"),
+    "replica-stats-own-rows": Variant(
+        "each data-parallel replica normalises its rows with their own BatchNorm statistics and updates its own "
+        "running statistics (a read gives replica 0's), while the replicas' gradients combine as one device's on "
+        "the global batch would",
+        "BatchNorm normalises the global batch with its statistics, as on one device"),
     "replica-clip-before-combining": Variant(
-        "gradient clipping (global norm or per variable) applies to each data-parallel replica's own gradient, "
-        "before the replicas' gradients are combined: a global norm is never measured on the combined gradient",
+        "gradient clipping (global norm or per variable) applies to each data-parallel replica's share of the "
+        "combined gradient (its own gradient as the combination weighs it), before the shares are added: a global "
+        "norm is never measured on the combined gradient",
         "clipping applies to the combined gradient, as on one device"),
     "replica-stats-read-averaged": Variant(
         "each data-parallel replica keeps its own BatchNorm running statistics, and reading them gives their mean "

@@ -175,3 +175,31 @@ def test_rank_observations_merge_into_the_global_loss_and_what_replicas_disagree
     assert merged.steps[0].values["a.weight"] == [1.0]  # rank 0's
     with pytest.raises(ValueError, match="different numbers of steps"):
         merge_replicas(instance.case, [rank(1.0, [1.0]), Observation({}, [], {}, steps=[])])
+
+
+def test_replicas_normalising_their_own_rows_combine_their_gradients_as_one_device():
+    layers = {"a": {"linear": [3, 4]}, "bn": {"batchnorm": 4}, "b": {"linear": [4, 2]}}
+    rng = np.random.default_rng(1)
+    values = {"a.weight": rng.normal(size=(3, 4)), "a.bias": rng.normal(size=4), "bn.weight": np.ones(4),
+              "bn.bias": np.zeros(4), "bn.running_mean": np.zeros(4), "bn.running_var": np.ones(4),
+              "b.weight": rng.normal(size=(4, 2)), "b.bias": rng.normal(size=2)}
+    x, t = rng.normal(size=(8, 3)), rng.normal(size=(8, 2))
+
+    def step(path, shards, variants):
+        runner = ref.ReferenceRunner(variants=variants)
+        runner.build(Model.model_validate({"layers": layers}), {n: v.copy() for n, v in values.items()})
+        runner.make_optimizer(ref.Optimizer(name="sgd"))
+        runner.forward_replicas([(path, rows) for rows in shards], x, t, True, True)
+        return runner.grads(), runner.disagreeing()
+
+    halves = [range(0, 4), range(4, 8)]
+    one_device, _ = step(["a", "bn", "b"], halves, [])
+    own, apart = step(["a", "bn", "b"], halves, ["replica-stats-own-rows"])
+    assert not np.allclose(own["a.weight"], one_device["a.weight"])  # each half normalised with its own statistics
+    assert {"bn.running_mean", "bn.running_var"} <= apart
+    averaged, _ = step(["a", "bn", "b"], halves, ["replica-grads-averaged"])
+    assert np.allclose(own["a.weight"], averaged["a.weight"])  # equal shares: the two weigh alike
+    # without BatchNorm, unequal shares: the gradients combine as one device's (each sample weighs the same)
+    uneven = [range(0, 6), range(6, 8)]
+    assert np.allclose(step(["a", "b"], uneven, ["replica-stats-own-rows"])[0]["a.weight"],
+                       step(["a", "b"], uneven, [])[0]["a.weight"])
