@@ -12,4 +12,6 @@ AUDIT_READS = ("the optimizer instance's `apply` (Keras 3) or `apply_gradients` 
 # tf.function compiles the loop's step, and fit's train function, in graph mode
 OFFERS = Offers(devices=("cpu", "cuda", "ascend"),  # ascend: refused with the reason, by the adapter
                 runs=({}, {"mode": "graph", "backend": "tf.function"}, {"api": "trainer"},
-                      {"mode": "graph", "backend": "tf.function", "api": "trainer"}, {"replicas": "2"}))
+                      {"mode": "graph", "backend": "tf.function", "api": "trainer"}, {"replicas": "2"},
+                      {"api": "trainer", "replicas": "2"}, {"mode": "graph", "backend": "tf.function", "api": "trainer",
+                                                            "replicas": "2"}))

@@ -18,6 +18,8 @@ Keras 3's jit_compile="auto" is off on a CPU-only machine, but on with a GPU, wh
 An eval-mode training step calls the layers with training=False inside that model, as the Keras
 transfer-learning guide does under fit (a Dropout is then the identity, a BatchNormalization uses
 its moving statistics); a forward-only eval step is `evaluate`. Images go in NHWC (runner.py's _inputs).
+Data-parallel (--replicas 2): the model is made and compiled in the MirroredStrategy's scope and fit takes the
+global batch, which it splits over the replicas, as Keras' distributed training guide writes it.
 
 KerasTrainer is a mixin of TensorFlowRunner (runner.py): it uses the runner's net, opt, tf_device,
 mode and trainers_ cache.
@@ -63,7 +65,9 @@ class KerasTrainer:
         the optimizer with every other. `criterion`: the Keras loss object compile takes (else "mse")."""
         key = (tuple(path), train, id(criterion))
         if key not in self.trainers_:
-            with tf.device(self.tf_device):
+            # a data-parallel run's model is made and compiled in the strategy's scope, as Keras' distributed
+            # training guide writes it; fit then splits each batch over the replicas
+            with tf.device(self.tf_device), self._scope():
                 model = PathModel(self.net, path, train)
                 model.compile(optimizer=self.opt, loss="mse" if criterion is None else criterion,
                               run_eagerly=self.mode == "eager")

@@ -3,7 +3,8 @@
 Keras 3 under tf.distribute.MirroredStrategy (2 logical CPU devices), a custom loop that hands each replica's
 gradients to apply_gradients inside strategy.run, with global_clipnorm: each replica's gradient is clipped to the
 norm before the replicas' gradients are summed, so the update is the sum of two clipped gradients (up to twice the
-norm), never the combined gradient clipped. Keras 2 (TF 2.15) clips after the sum.
+norm), never the combined gradient clipped. fit on a model compiled in the strategy's scope does the same with each
+replica's share (its gradient of the loss fit halves). Keras 2 (TF 2.15) clips after the sum.
 
 Upstream: no upstream page states it.
 """
@@ -59,6 +60,20 @@ def in_this_process():
     print("update norm", float(np.linalg.norm(moved)), "| clipped apart then summed", float(np.linalg.norm(apart)),
           "| summed then clipped", float(np.linalg.norm(together)))
     assert np.allclose(moved, apart, atol=1e-6) and not np.allclose(moved, together, atol=1e-3)
+
+    # fit on a model compiled in the strategy's scope: each replica's share is its gradient of a loss fit scales by
+    # the replica count (half its own gradient), and the clipped shares are summed
+    with strategy.scope():
+        dense = keras.layers.Dense(1, use_bias=False, kernel_initializer=keras.initializers.Constant(W))
+        model = keras.Sequential([keras.Input((4,)), dense])
+        model.compile(optimizer=keras.optimizers.SGD(learning_rate=1.0, global_clipnorm=NORM), loss="mse")
+    model.fit(X, T, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    moved = W - dense.kernel.numpy()
+    shares = clipped(grad(X[:4], T[:4]) / 2) + clipped(grad(X[4:], T[4:]) / 2)
+    together = clipped((grad(X[:4], T[:4]) + grad(X[4:], T[4:])) / 2)
+    print("fit: update norm", float(np.linalg.norm(moved)), "| shares clipped then summed",
+          float(np.linalg.norm(shares)), "| the mean clipped", float(np.linalg.norm(together)))
+    assert np.allclose(moved, shares, atol=1e-6) and not np.allclose(moved, together, atol=1e-3)
 
 
 def test_each_replica_clips_its_own_gradient_before_the_sum():
