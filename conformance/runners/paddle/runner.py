@@ -220,8 +220,9 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
         self.set_trainable(model.frozen, False)
         self.names = {id(t): n for n, t in self.tensors.items()}
         self.hapi = None  # trainer.py: hapi's Model, made at the case's first step
-        # data-parallel: wrapped once built and frozen, as a user does; the case's find_unused_parameters
-        self.parallel = None if self.data_parallel is None else \
+        # data-parallel: wrapped once built and frozen, as a user does; the case's find_unused_parameters. hapi's
+        # Model wraps the net itself (trainer.py), and a second wrapper would hook every gradient twice
+        self.parallel = None if self.data_parallel is None or self.api == "trainer" else \
             paddle.DataParallel(self.net, find_unused_parameters=self.data_parallel.find_unused)
         if self.mode == "graph":
             self._start_to_static()

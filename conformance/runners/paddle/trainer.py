@@ -6,6 +6,10 @@
 and one `train_batch` per step (a forward-only step is `eval_batch`). hapi's Model is dygraph only,
 so the adapter runs it in eager mode only (runner.py refuses --mode graph with it).
 
+Data-parallel (--replicas 2, under paddle.distributed.launch): hapi's Model wraps the network in
+paddle.DataParallel itself when the launch has more than one rank (its find_unused_parameters left at False),
+and each rank's train_batch takes that rank's rows.
+
 HapiTrainer is a mixin of PaddleRunner (runner.py): it uses the runner's net, opt, hapi (None until
 the first step of a case) and _run_path.
 """
@@ -23,6 +27,9 @@ from ..base import Unsupported
 
 class HapiTrainer:
     def _prepare_trainer(self, path, loss=None):
+        if self.data_parallel is not None and self.data_parallel.find_unused:
+            raise Unsupported("hapi's Model wraps the network in paddle.DataParallel itself, with no "
+                              "find_unused_parameters setting")
         if self.hapi is None:
             self.hapi = paddle.Model(self.net)
             # mean((y - t) ** 2), or the case's cross-entropy: paddle.nn.CrossEntropyLoss (runner.criterion)

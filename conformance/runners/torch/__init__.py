@@ -13,5 +13,5 @@ AUDIT_READS = ("an optimizer step pre-hook (`Optimizer.register_step_pre_hook`) 
 # kernels; inductor: the default backend, which also generates C++ (CPU) / Triton (CUDA) code
 OFFERS = Offers(devices=("cpu", "cuda"),
                 runs=({}, {"mode": "graph", "backend": "aot_eager"}, {"mode": "graph", "backend": "inductor"},
-                      {"replicas": "2"}),
+                      {"replicas": "2"}, {"mode": "graph", "backend": "aot_eager", "replicas": "2"}),
                 refused={"api=trainer": NO_TRAINER})

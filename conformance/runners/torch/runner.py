@@ -15,7 +15,8 @@ over each alone (per variable).
 
 Data-parallel runs (--replicas 2): each rank is one process that torchrun starts; it joins torch.distributed's
 gloo group and wraps the net in DistributedDataParallel (its defaults, find_unused_parameters as the case says),
-which takes the step's path as a forward argument, as a model whose forward branches on its input.
+which takes the step's path as a forward argument, as a model whose forward branches on its input. In graph
+mode DDP wraps the compiled paths.
 
 Here: the adapter class (model, optimizer, the loop's primitives, the observations). --mode graph
 compiles each path's forward with graph.py; trainer.py says why there is no --api trainer.
@@ -129,8 +130,11 @@ class TorchRunner(Runner):
         self.names = {id(t): n for n, t in self.tensors.items()}
         # wrapped last, as a user wraps the model once it is built and frozen: DDP's defaults
         # (broadcast_buffers=True), its find_unused_parameters as the case says
+        # in graph mode it wraps the compiled paths (a compiled module inside DDP: DDP's reducer still hears each
+        # gradient as it accumulates, and fullgraph=True keeps every path one graph)
+        run_path = (lambda path, x: self.compiled[tuple(path)](x)) if self.mode == "graph" else self._run_path
         self.ddp = None if self.data_parallel is None else torch.nn.parallel.DistributedDataParallel(
-            _PathForward(self.net, self._run_path), find_unused_parameters=self.data_parallel.find_unused)
+            _PathForward(self.net, run_path), find_unused_parameters=self.data_parallel.find_unused)
 
     def _to_torch(self, name, array):
         return np.ascontiguousarray(array.T) if self._is_linear_weight(name) else array

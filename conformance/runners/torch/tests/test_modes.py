@@ -16,7 +16,8 @@ from conformance.runners.torch.runner import TorchRunner
 
 from .common import SPEC
 
-BACKENDS = [run["backend"] for run in OFFERS.runs if run.get("mode") == "graph"]  # aot_eager (the default), inductor
+# aot_eager (the default), inductor; each once (a data-parallel run compiles on aot_eager too)
+BACKENDS = list(dict.fromkeys(run["backend"] for run in OFFERS.runs if run.get("mode") == "graph"))
 
 
 # ---------------------------------------------------------------- devices, version, refusals
