@@ -120,6 +120,8 @@ def trainer_refusal(case: Case) -> str | None:
         return f"clears gradients to {case.clear} explicitly: a trainer clears them its own way"
     if any(not s.reduce for s in case.steps):
         return "back-propagates a loss left per sample: a trainer reduces its loss itself"
+    if any(s.touch for s in case.steps):
+        return "adds parameters times zero to the loss: a trainer computes its loss itself"
     dp = case.data_parallel
     if dp and (dp.shares or any(s.replica_paths for s in case.steps)):
         return ("gives replicas unequal shares or paths of their own: a trainer splits each batch equally "
@@ -171,6 +173,8 @@ def observe(runner: Runner, case: Case) -> Observation:
             runner.set_lr(step.lr)
         # rooms without the feature never see these arguments (a trainer reduces its loss itself)
         loss_fn = {"loss": case.cross_entropy} if case.cross_entropy else {}
+        if step.touch:
+            loss_fn["touch"] = step.touch
         per_sample = {} if step.reduce else {"reduce": False}
         try:
             if trainer and step.update:  # the trainer keeps its gradients to itself

@@ -469,7 +469,7 @@ class ReferenceRunner(Runner):
                 return False
         return train
 
-    def forward(self, path, x, target, train, backward, reduce=True, loss=None):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=()):
         if backward and "compiled-grad-keeps-first-mode" in self.variants:
             train = self.compiled_modes.setdefault(tuple(path), train)
         tape, y = [], np.asarray(x, dtype=np.float64)
@@ -547,10 +547,14 @@ class ReferenceRunner(Runner):
         self._set_once = set() if first_call and "compiled-first-call-sets-grads" in self.variants else None
         if backward:
             self._backward(tape, d_scores * self._grad_scale)
+            for layer in touch:  # loss + 0 * p.sum(): a zero gradient, added as any other
+                for role in self.model.layers[layer].param_roles():
+                    name = self._param(layer, role)
+                    self._accumulate(name, np.zeros_like(self.values_[name]))
             self._fill_missing_grads()
         return value
 
-    def forward_replicas(self, shards, x, target, train, backward, loss=None):
+    def forward_replicas(self, shards, x, target, train, backward, loss=None, touch=()):
         """A data-parallel step, every replica in turn: `shards` is each replica's (path, rows of the global
         batch), in rank order. The reference is one device on the global batch with the mean loss: each replica's
         gradient weighs its share of the batch (with equal paths, one forward on the whole batch, BatchNorm over
@@ -567,20 +571,20 @@ class ReferenceRunner(Runner):
             raise RuntimeError(f"a data-parallel step after one in which {sorted(self.unreduced)[0]} got no gradient "
                                "(an engine not told that parameters may go unused refuses it)")
         if not (refusing and train and backward):
-            return self._combined(shards, x, target, train, backward, loss)
+            return self._combined(shards, x, target, train, backward, loss, touch)
         before = ({n: None if g is None else g.copy() for n, g in self.grads_.items()},
                   {n: v.copy() for n, v in self.values_.items()}, copy.deepcopy(self.replica_statistics))
-        value = self._combined(shards, x, target, train, backward, loss)
+        value = self._combined(shards, x, target, train, backward, loss, touch)
         self.unreduced = {n for n, on in self.trainable().items()
                           if on and self._registered(n) and self.grads_.get(n) is None}
         if self.unreduced:  # replica 0's own gradient, as if alone; the others update with theirs
             self.grads_, self.values_, self.replica_statistics = before
             path, rows = shards[0][0], list(shards[0][1])
-            self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train, backward, loss=loss)
+            self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train, backward, loss=loss, touch=touch)
             self.apart |= {n for n, g in self.grads_.items() if g is not None}
         return value
 
-    def _combined(self, shards, x, target, train, backward, loss):
+    def _combined(self, shards, x, target, train, backward, loss, touch=()):
         """Every replica in turn, its gradient weighed into the combined one (module doc: forward_replicas).
         replica-clip-before-combining: each replica's share is clipped first. replica-stats-own-rows: each replica
         normalises with its own rows' statistics, the gradients weighed as one device's. replica-stats-read-averaged:
@@ -588,7 +592,7 @@ class ReferenceRunner(Runner):
         combine = next((REPLICA_WEIGHTS[v] for v in sorted(self.variants) if v in REPLICA_WEIGHTS), None)
         own_rows = "replica-stats-own-rows" in self.variants
         if combine is None and not own_rows and len({tuple(path) for path, _ in shards}) == 1:
-            return self.forward(shards[0][0], x, target, train, backward, loss=loss)
+            return self.forward(shards[0][0], x, target, train, backward, loss=loss, touch=touch)
         total, value = len(x), 0.0
         weights = replica_loss_weights([len(rows) for _, rows in shards], loss)
         statistics = [n for n in self.values_ if n.split(".")[1] in ("running_mean", "running_var")]
@@ -608,7 +612,7 @@ class ReferenceRunner(Runner):
             self._grad_scale = 1.0 if apart else weight
             try:
                 value += weights[rank] * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train,
-                                                      backward, loss=loss)
+                                                      backward, loss=loss, touch=touch)
             finally:
                 self._grad_scale = 1.0
                 if rank:

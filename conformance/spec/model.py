@@ -300,6 +300,9 @@ class Step(_Strict):
     """before this step: layers or parameters to mark trainable again"""
     lr: NonNegative | None = None
     """the learning rate from this step on (a schedule)"""
+    touch: list[str] = []
+    """layers whose parameters the loss adds times zero (`loss + 0 * p.sum()` for each), the workaround that gives a
+    layer the step does not run a gradient, so that a data-parallel engine syncs it"""
     replica_paths: dict[Annotated[int, Field(ge=0)], list[str]] = {}
     """data-parallel: per replica (its rank), the path it runs instead of `path`, as a model whose forward
     branches on its input does (a layer some replicas use and others do not)"""
@@ -512,6 +515,10 @@ class Case(_Strict):
             if name not in layers:
                 raise ValueError(f"unknown layer {name!r}")
         for i, step in enumerate(self.steps):
+            for name in step.touch:
+                if name not in layers or not [p for p in params if p.startswith(f"{name}.")]:
+                    raise ValueError(f"steps.{i}.touch: {name!r} is no layer with parameters")
+        for i, step in enumerate(self.steps):
             unsized = [n for n in step.path if layers[layers[n].tie or n].padding == "default"]
             if unsized:
                 raise ValueError(f"steps.{i}: conv2d {unsized[0]!r} leaves its padding to default, so the size of its "
@@ -613,7 +620,8 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "per-sample-loss": "a backward pass on a loss left per sample (not reduced to a scalar)",
             "cross-entropy": "a cross-entropy loss against class labels",
             "positional-args": "layer arguments written positionally",
-            "data-parallel": "data-parallel training on several replicas"}
+            "data-parallel": "data-parallel training on several replicas",
+            "touch": "a loss that adds parameters times zero (the unused-parameter workaround)"}
 
 
 def features_of(case: Case) -> list[str]:
@@ -632,7 +640,8 @@ def features_of(case: Case) -> list[str]:
             "per-sample-loss": any(not s.reduce for s in case.steps),
             "cross-entropy": case.cross_entropy is not None,
             "positional-args": any(layer.positional for layer in case.model.layers.values()),
-            "data-parallel": case.data_parallel is not None}
+            "data-parallel": case.data_parallel is not None,
+            "touch": any(s.touch for s in case.steps)}
     return [f for f in FEATURES if used[f]]
 
 

@@ -76,6 +76,7 @@ cases:
     (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {2: [a]}}"), "replica 2 of 2"),
     (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {1: [a, bn, c]}}"), "a BatchNorm on a path only some"),
     (("    data_parallel: {replicas: 2}\n", ""), "'replica_paths' and 'agree' need 'data_parallel'"),
+    (("- {path: [a, c]}", "- {path: [a, c], touch: [b]}"), "steps.0.touch: 'b' is no layer with parameters"),
 ])
 def test_data_parallel_settings_are_checked(tmp_path, edit, message):
     (tmp_path / "dp.yaml").write_text(CASE.replace(*edit))
@@ -203,3 +204,15 @@ def test_replicas_normalising_their_own_rows_combine_their_gradients_as_one_devi
     uneven = [range(0, 6), range(6, 8)]
     assert np.allclose(step(["a", "b"], uneven, ["replica-stats-own-rows"])[0]["a.weight"],
                        step(["a", "b"], uneven, [])[0]["a.weight"])
+
+
+def test_a_touched_layer_gets_a_zero_gradient_that_decay_then_moves_and_no_trainer_runs_it():
+    from conformance.engine.scenario import observe, trainer_refusal
+    by_id = {i.id: i for i in load_spec()}
+    case = by_id["dp-unused-layer-touched[sgd]"].case
+    obs = observe(ref.ReferenceRunner(), case)
+    assert all(np.array_equal(s.grads["unused.weight"], np.zeros((3, 2))) for s in obs.steps)
+    assert not np.allclose(obs.steps[-1].values["unused.weight"], obs.initial["unused.weight"])  # seed 1's decay
+    untouched = case.model_copy(update={"steps": [s.model_copy(update={"touch": []}) for s in case.steps]})
+    assert all(s.grads["unused.weight"] is None for s in observe(ref.ReferenceRunner(), untouched).steps)
+    assert trainer_refusal(case) == "adds parameters times zero to the loss: a trainer computes its loss itself"

@@ -143,7 +143,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
     # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args", "data-parallel"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -429,10 +429,11 @@ class TensorFlowRunner(KerasTrainer, Runner):
         return criterion, tf.constant(target) if classes is None else tf.one_hot(target, classes)
 
     # ------------------------------------------------------------ training step
-    def _train_step(self, path, train, backward, unconnected, reduce=True, criterion=None):
+    def _train_step(self, path, train, backward, unconnected, reduce=True, criterion=None, touch=()):
         """The step as a user writes it; in graph mode a tf.function (graph.compiled: one trace per
-        shape of the step: path, train/eval, backward, unconnected-gradient mode, reduction, loss object)."""
-        key = (tuple(path), train, backward, unconnected, reduce, id(criterion))
+        shape of the step: path, train/eval, backward, unconnected-gradient mode, reduction, loss object, the
+        layers whose weights the loss adds times zero)."""
+        key = (tuple(path), train, backward, unconnected, reduce, id(criterion), tuple(touch))
         if key not in self.steps_:
             def step(x, target):
                 with tf.GradientTape() as tape:
@@ -446,6 +447,9 @@ class TensorFlowRunner(KerasTrainer, Runner):
                             tf.reduce_mean(tf.reshape(squared, [tf.shape(squared)[0], -1]), axis=1)
                     if self.net.losses:  # per-weight regularizers, added as the Keras loop guide does
                         loss = loss + tf.add_n(self.net.losses)
+                    for name in touch:  # the unused-parameter workaround: loss + 0 * the weights' sum
+                        loss = loss + 0 * tf.add_n([tf.reduce_sum(w) for w in self.layers[name].weights
+                                                     if w.trainable])
                 if not backward:
                     return loss, None
                 sources = self.params
@@ -458,7 +462,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
             self.steps_[key] = graph.compiled(step) if self.mode == "graph" else step
         return self.steps_[key]
 
-    def forward(self, path, x, target, train, backward, reduce=True, loss=None):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=()):
         if self.api == "trainer":  # the engine's trainer steps without a backward pass
             return self._evaluate(path, x, target, train, loss)
         if backward and self.grads_ is not None:
@@ -468,13 +472,13 @@ class TensorFlowRunner(KerasTrainer, Runner):
         x = self._inputs(path, x)
         with self._device():
             criterion, target = self._labels(loss, path, target)
-            value, grads = self._train_step(path, train, backward, self.unconnected, reduce, criterion)(
+            value, grads = self._train_step(path, train, backward, self.unconnected, reduce, criterion, touch)(
                 tf.constant(x), target)
         if backward:
             self.grads_ = list(grads)
         return float(tf.reduce_mean(value))
 
-    def forward_replicas(self, shards, x, target, train, backward, loss=None):
+    def forward_replicas(self, shards, x, target, train, backward, loss=None, touch=()):
         """A data-parallel step as a custom loop under MirroredStrategy writes it: the step (the tape on the
         replica's own rows, its loss as the single-device loop computes it) run by strategy.run on each replica's
         rows; the replicas' gradients stay per replica until update() hands them to apply_gradients in each
@@ -491,7 +495,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
         parts = [(tf.gather(inputs, list(rows)), tf.gather(labels, list(rows))) for _, rows in shards]
         per_replica = self.strategy.experimental_distribute_values_from_function(
             lambda context: parts[context.replica_id_in_sync_group])
-        step = self._train_step(path, train, backward, self.unconnected, True, criterion)
+        step = self._train_step(path, train, backward, self.unconnected, True, criterion, touch)
         losses, grads = self.strategy.run(lambda part: step(*part), args=(per_replica,))
         if backward:
             self.replica_grads = grads
