@@ -175,6 +175,8 @@ def observe(runner: Runner, case: Case) -> Observation:
         loss_fn = {"loss": case.cross_entropy} if case.cross_entropy else {}
         if step.touch:
             loss_fn["touch"] = step.touch
+        if not step.sync:
+            loss_fn["sync"] = False
         per_sample = {} if step.reduce else {"reduce": False}
         try:
             if trainer and step.update:  # the trainer keeps its gradients to itself

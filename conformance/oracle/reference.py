@@ -554,13 +554,17 @@ class ReferenceRunner(Runner):
             self._fill_missing_grads()
         return value
 
-    def forward_replicas(self, shards, x, target, train, backward, loss=None, touch=()):
+    def forward_replicas(self, shards, x, target, train, backward, loss=None, touch=(), sync=True):
         """A data-parallel step, every replica in turn: `shards` is each replica's (path, rows of the global
         batch), in rank order. The reference is one device on the global batch with the mean loss: each replica's
         gradient weighs its share of the batch (with equal paths, one forward on the whole batch, BatchNorm over
         all of it). A replica-grads-* variant combines the replicas' own mean-loss gradients instead (summed, or
         averaged over the replicas), each replica normalising with its own rows' statistics; the running
         statistics are then replica 0's, the ones a run reports. Returns the global batch's mean loss.
+
+        sync=False (no_sync) changes nothing here: combining is linear, so replicas that accumulate apart and
+        combine at the next synchronised backward end where combining every backward does (the spec checks no
+        gradient of such a step, where a real engine holds each replica's own).
 
         unused-params-refused, where the case does not declare find_unused: a backward that leaves a trainable
         parameter without a gradient is never combined (the engine's gradient bucket holding that parameter, which

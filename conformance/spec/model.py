@@ -303,6 +303,10 @@ class Step(_Strict):
     touch: list[str] = []
     """layers whose parameters the loss adds times zero (`loss + 0 * p.sum()` for each), the workaround that gives a
     layer the step does not run a gradient, so that a data-parallel engine syncs it"""
+    sync: bool = True
+    """data-parallel: false runs this step's forward and backward without synchronising the replicas' gradients
+    (DDP's and paddle's no_sync): each replica accumulates its own, and the next synchronised backward combines
+    them. Such a step does not update."""
     replica_paths: dict[Annotated[int, Field(ge=0)], list[str]] = {}
     """data-parallel: per replica (its rank), the path it runs instead of `path`, as a model whose forward
     branches on its input does (a layer some replicas use and others do not)"""
@@ -475,9 +479,17 @@ class Case(_Strict):
         dp = self.data_parallel
         wants = [e for e in self.expect if e.agree] + [s for s in self.steps if s.replica_paths]
         if dp is None:
-            if wants:
-                raise ValueError("'replica_paths' and 'agree' need 'data_parallel'")
+            if wants or any(not s.sync for s in self.steps):
+                raise ValueError("'replica_paths', 'agree' and 'sync' need 'data_parallel'")
             return
+        for i, step in enumerate(self.steps):
+            if not step.sync and (step.update or not step.backward):
+                raise ValueError(f"steps.{i}: 'sync: false' is a backward that accumulates: it takes no update")
+        steps = schedule(self)
+        unsynced = {n for n, step in enumerate(steps) if not step.sync}
+        if any(e.grad and unsynced & set(expect_steps(e.step, len(steps))) for e in self.expect):
+            raise ValueError("a 'sync: false' step's gradients are each replica's own: check them at the "
+                             "synchronised backward that combines them")
         if dp.shares is not None and (len(dp.shares) != dp.replicas or sum(dp.shares) != self.batch_size):
             raise ValueError(f"'shares' {dp.shares}: {dp.replicas} shares summing to the batch size {self.batch_size}")
         if dp.shares is None and self.batch_size % dp.replicas:
@@ -621,7 +633,8 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "cross-entropy": "a cross-entropy loss against class labels",
             "positional-args": "layer arguments written positionally",
             "data-parallel": "data-parallel training on several replicas",
-            "touch": "a loss that adds parameters times zero (the unused-parameter workaround)"}
+            "touch": "a loss that adds parameters times zero (the unused-parameter workaround)",
+            "no-sync": "data-parallel backward passes that do not synchronise (no_sync)"}
 
 
 def features_of(case: Case) -> list[str]:
@@ -641,7 +654,8 @@ def features_of(case: Case) -> list[str]:
             "cross-entropy": case.cross_entropy is not None,
             "positional-args": any(layer.positional for layer in case.model.layers.values()),
             "data-parallel": case.data_parallel is not None,
-            "touch": any(s.touch for s in case.steps)}
+            "touch": any(s.touch for s in case.steps),
+            "no-sync": any(not s.sync for s in case.steps)}
     return [f for f in FEATURES if used[f]]
 
 

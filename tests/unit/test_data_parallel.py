@@ -75,7 +75,11 @@ cases:
     (("{replicas: 2}", "{replicas: 3}"), "batch size 8 does not split equally among 3 replicas"),
     (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {2: [a]}}"), "replica 2 of 2"),
     (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {1: [a, bn, c]}}"), "a BatchNorm on a path only some"),
-    (("    data_parallel: {replicas: 2}\n", ""), "'replica_paths' and 'agree' need 'data_parallel'"),
+    (("    data_parallel: {replicas: 2}\n", ""), "'replica_paths', 'agree' and 'sync' need 'data_parallel'"),
+    (("- {path: [a, c]}", "- {path: [a, c], sync: false}"), "'sync: false' is a backward that accumulates"),
+    (("- {path: [a, c]}\n    expect:\n      - {step: 0, agree: [a.weight]}",
+      "- {path: [a, c], sync: false, update: false}\n      - {path: [a, c], clear: false}\n    expect:\n"
+      "      - {step: all, grad: {a.weight: reference}}"), "a 'sync: false' step's gradients are each replica's own"),
     (("- {path: [a, c]}", "- {path: [a, c], touch: [b]}"), "steps.0.touch: 'b' is no layer with parameters"),
 ])
 def test_data_parallel_settings_are_checked(tmp_path, edit, message):

@@ -81,7 +81,9 @@ Model.train compiles it under GRAPH_MODE.
 --replicas 2 is data-parallel: each rank is a worker msrun starts, under set_auto_parallel_context(
 parallel_mode=DATA_PARALLEL) with gradients_mean left to its default. The loop hands its gradient tuple to
 nn.DistributedGradReducer before the update, as the tutorial's custom loop does, in PyNative and GRAPH_MODE
-alike; the trainer's nn.TrainOneStepCell inserts that reducer itself under the parallel context.
+alike; the trainer's nn.TrainOneStepCell inserts that reducer itself under the parallel context. A step that
+does not synchronise keeps its gradient tuple on the rank, and the next backward reduces the sum of both;
+a step's `touch` adds 0 * p.sum() of those layers' parameters to forward_fn's loss.
 graph.py and trainer.py hold the code only those runs need; runner.py calls it from there.
 """
 from __future__ import annotations
@@ -154,7 +156,8 @@ class MindSporeRunner(Runner):
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
+                          "no-sync"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -318,6 +321,7 @@ class MindSporeRunner(Runner):
         # data-parallel, as MindSpore's tutorial writes a custom loop: the reducer over the optimizer's parameters,
         # its mean as the parallel context says
         self.reducer = None if self.data_parallel is None else nn.DistributedGradReducer(self.opt.parameters)
+        self.unsynced = None  # no_sync: the gradients this rank accumulated without reducing them
 
         def apply(grads):
             if self.clip is not None and every:
@@ -441,7 +445,7 @@ class MindSporeRunner(Runner):
         (its examples' dtype; the labels are small class indices and the ignored label)."""
         return ms.Tensor(target.astype(np.int32) if loss is not None else target)
 
-    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=()):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=(), sync=True):
         # reaches the Cells the net registered, no others, as net.set_train() does in user code; a
         # graph already compiled from a plain function (value_and_grad's) is not recompiled by it
         self._model(path).set_train(train)
@@ -453,13 +457,19 @@ class MindSporeRunner(Runner):
             self.grad_fns[key] = ms.value_and_grad(self._forward_fn(path, reduce, loss, touch), None,
                                                    self.opt.parameters)
         loss, grads = first_line(self.grad_fns[key], x, t)
+        if self.reducer is not None and not sync:  # accumulated on this rank alone, reduced with the next backward's
+            self.unsynced = grads if self.unsynced is None else tuple(a + g for a, g in zip(self.unsynced, grads))
+            return float(loss.asnumpy().mean())
         if self.reducer is not None:
+            if self.unsynced is not None:
+                grads, self.unsynced = tuple(a + g for a, g in zip(self.unsynced, grads)), None
             grads = self.reducer(grads)
         # no clear since the last grads: accumulate by adding the returned tuples (the documented way)
         self.acc = grads if self.acc is None else tuple(a + g for a, g in zip(self.acc, grads))
         return float(loss.asnumpy().mean())
 
     def clear_grads(self, mode):
+        self.unsynced = None
         if mode == "default":
             self.acc = None  # nothing to call: the next grad_fn returns a fresh tuple
         elif mode == "zeros":

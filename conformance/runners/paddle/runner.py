@@ -113,7 +113,8 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
+                          "no-sync"})
     read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
     criterion = staticmethod(criterion)  # graph.py builds it in a program, trainer.py hands it to hapi
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
@@ -325,7 +326,10 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
                 y = y.detach()
         return y
 
-    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=()):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=(), sync=True):
+        if not sync:  # forward and backward under DataParallel's no_sync: this rank accumulates its own gradients
+            with self.parallel.no_sync():
+                return self.forward(path, x, target, train, backward, reduce, loss, touch)
         if self.static:
             if touch:
                 raise Unsupported("the static program's loss is built once per path: this adapter adds no "

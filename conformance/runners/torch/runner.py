@@ -16,7 +16,8 @@ over each alone (per variable).
 Data-parallel runs (--replicas 2): each rank is one process that torchrun starts; it joins torch.distributed's
 gloo group and wraps the net in DistributedDataParallel (its defaults, find_unused_parameters as the case says),
 which takes the step's path as a forward argument, as a model whose forward branches on its input. In graph
-mode DDP wraps the compiled paths.
+mode DDP wraps the compiled paths. A step that does not synchronise runs its forward and backward under
+ddp.no_sync(); a step's `touch` adds 0 * p.sum() of those layers' parameters to the loss.
 
 Here: the adapter class (model, optimizer, the loop's primitives, the observations). --mode graph
 compiles each path's forward with graph.py; trainer.py says why there is no --api trainer.
@@ -45,7 +46,8 @@ class TorchRunner(Runner):
     offers = OFFERS
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
+                          "no-sync"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -210,7 +212,10 @@ class TorchRunner(Runner):
     def optimizer_params(self):
         return [self.names.get(id(p), "<unnamed tensor>") for g in self.opt.param_groups for p in g["params"]]
 
-    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=()):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=(), sync=True):
+        if not sync:  # forward and backward under DDP's no_sync: this rank accumulates its own gradients
+            with self.ddp.no_sync():
+                return self.forward(path, x, target, train, backward, reduce, loss, touch)
         (self.ddp or self.net).train(train)  # reaches only registered submodules, as in user code
         x = torch.as_tensor(x, device=self.torch_device)
         if self.ddp is not None:
