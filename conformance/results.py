@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from .oracle.known import KnownVariant
 from .run import Run
@@ -107,6 +107,7 @@ class Environment(BaseModel):
     api: Text = "loop"  # the hand-written training loop; a framework's own trainer is another api
     backend: Text = ""  # what compiled the graph in graph mode (torch.compile's backend, ...)
     replicas: Text = "1"  # data-parallel replicas ("1": a single process)
+    nodes: int = Field(1, ge=1, le=64)  # the hosts a data-parallel run's ranks were spread over (run --nodes)
     accelerator: Text = ""  # the adapter's line on the device it computed on ("" on the cpu)
     packages: dict[Text, Text] = {}  # versions of the packages beside the framework (keras; flax, optax)
     python: Text
@@ -163,9 +164,11 @@ def results_dirs() -> list[Path]:
     return [RESULTS_DIR, *sorted(p for p in MACHINES_DIR.glob("*") if p.is_dir())]
 
 
-def environment(run: Run, spec_dir, started: str, accelerator: str = "", packages: dict | None = None) -> Environment:
+def environment(run: Run, spec_dir, started: str, accelerator: str = "", packages: dict | None = None,
+                nodes: int = 1) -> Environment:
     return Environment(framework=run.framework, framework_version=run.version, device=run.device, mode=run.mode,
-                       api=run.api, backend=run.backend, replicas=run.replicas, accelerator=accelerator, packages=packages or {},
+                       api=run.api, backend=run.backend, replicas=run.replicas, nodes=nodes, accelerator=accelerator,
+                       packages=packages or {},
                        python=platform.python_version(), numpy=np.__version__,
                        platform=f"{platform.system()}-{platform.machine()} ({sys.platform})",
                        suite_sha=suite_sha(), spec_hash=spec_hash(spec_dir), started=started)

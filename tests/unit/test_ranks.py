@@ -78,6 +78,7 @@ def test_several_nodes_each_start_their_launcher_and_the_ranks_meet_as_one_group
     by_id = {c.id: c for c in results.read(out).cases}
     assert all(by_id[f"healthy-{n}"].verdict == "conform" for n in range(5))
     assert by_id["fault-crash"].reason.startswith("rank 1 died: ")  # node 1's rank, named by its global rank
+    assert results.read(out).environment.nodes == 2
     # one launcher per node, at the start and at each restart after a fault
     lines = sorted(launches.read_text().splitlines())
     starts = lines.count("ranks 0 to 0")
