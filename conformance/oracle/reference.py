@@ -605,30 +605,35 @@ class ReferenceRunner(Runner):
         if self.own_statistics:  # replica 0's own, under what was read
             self.values_.update(self.own_statistics)
         start = {n: self.values_[n].copy() for n in statistics}  # where a replica's own statistics start
-        for rank, (path, rows) in enumerate(shards):
-            rows = list(rows)
-            ours = {n: self.values_[n].copy() for n in statistics} if rank else {}  # replica 0's
-            if rank:  # this replica's own statistics, which started as everyone's
-                self.values_.update(self.replica_statistics.setdefault(rank, dict(start)))
-            # as one device on the global batch unless a variant combines the replicas otherwise
-            weight = combine(len(rows), total, len(shards)) if combine else weights[rank]
-            before = {n: None if g is None else g.copy() for n, g in self.grads_.items()}
-            self._grad_scale = 1.0 if apart else weight
-            try:
-                value += weights[rank] * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train,
-                                                      backward, loss=loss, touch=touch)
-            finally:
-                self._grad_scale = 1.0
-                if rank:
-                    self.replica_statistics[rank] = {n: self.values_[n].copy() for n in statistics}
-                    self.values_.update(ours)
-            if apart:  # this replica's share of the combined gradient (its own, weighed), clipped, then added
-                own = {n: g if before[n] is None or g is None else g - before[n] for n, g in self.grads_.items()}
-                live = [n for n in self.opt_params if own.get(n) is not None]
-                scale = self._clip_scales({n: weight * own[n] for n in live}, live)
-                self.grads_ = {n: before[n] if n not in scale else
-                               (0.0 if before[n] is None else before[n]) + weight * scale[n] * own[n]
-                               for n in self.grads_}
+        # what each replica held before this step (compiled-first-call-sets-grads drops a replica's own share)
+        self._replica_start = {n: None if g is None else g.copy() for n, g in self.grads_.items()}
+        try:
+            for rank, (path, rows) in enumerate(shards):
+                rows = list(rows)
+                ours = {n: self.values_[n].copy() for n in statistics} if rank else {}  # replica 0's
+                if rank:  # this replica's own statistics, which started as everyone's
+                    self.values_.update(self.replica_statistics.setdefault(rank, dict(start)))
+                # as one device on the global batch unless a variant combines the replicas otherwise
+                weight = combine(len(rows), total, len(shards)) if combine else weights[rank]
+                before = {n: None if g is None else g.copy() for n, g in self.grads_.items()}
+                self._grad_scale = 1.0 if apart else weight
+                try:
+                    value += weights[rank] * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train,
+                                                          backward, loss=loss, touch=touch)
+                finally:
+                    self._grad_scale = 1.0
+                    if rank:
+                        self.replica_statistics[rank] = {n: self.values_[n].copy() for n in statistics}
+                        self.values_.update(ours)
+                if apart:  # this replica's share of the combined gradient (its own, weighed), clipped, then added
+                    own = {n: g if before[n] is None or g is None else g - before[n] for n, g in self.grads_.items()}
+                    live = [n for n in self.opt_params if own.get(n) is not None]
+                    scale = self._clip_scales({n: weight * own[n] for n in live}, live)
+                    self.grads_ = {n: before[n] if n not in scale else
+                                   (0.0 if before[n] is None else before[n]) + weight * scale[n] * own[n]
+                                   for n in self.grads_}
+        finally:
+            self._replica_start = None
         self._clipped_apart = apart
         if "replica-stats-read-averaged" in self.variants and statistics:
             self.own_statistics = {n: self.values_[n].copy() for n in statistics}
@@ -673,7 +678,13 @@ class ReferenceRunner(Runner):
             return
         if self._set_once is not None and name not in self._set_once:
             self._set_once.add(name)
-            self.grads_[name] = g
+            if self._replica_start is not None and self.grads_[name] is not None:
+                # one replica of a combined step: it drops its own share of what was held before the step, not
+                # what the replicas before it added
+                held = self._replica_start.get(name)
+                self.grads_[name] = self.grads_[name] + g - (0.0 if held is None else self._grad_scale * held)
+            else:
+                self.grads_[name] = g
             return
         self.grads_[name] = g if self.grads_[name] is None else self.grads_[name] + g
 
@@ -738,6 +749,7 @@ class ReferenceRunner(Runner):
 
     clear_mode: ClearMode = "default"
     _set_once: set | None = None
+    _replica_start: dict | None = None  # forward_replicas: the gradients held when the combined step began
     _grad_scale = 1.0  # a data-parallel replica's weight in the combined gradient (forward_replicas)
     _clipped_apart = False  # replica-clip-before-combining: the replicas' gradients were clipped already
     emulates_replicas = True  # runs every replica of a data-parallel step itself (forward_replicas)

@@ -220,3 +220,12 @@ def test_a_touched_layer_gets_a_zero_gradient_that_decay_then_moves_and_no_train
     untouched = case.model_copy(update={"steps": [s.model_copy(update={"touch": []}) for s in case.steps]})
     assert all(s.grads["unused.weight"] is None for s in observe(ref.ReferenceRunner(), untouched).steps)
     assert trainer_refusal(case) == "adds parameters times zero to the loss: a trainer computes its loss itself"
+
+
+def test_a_compiled_path_first_called_by_one_replica_drops_none_of_the_others_gradient():
+    """compiled-first-call-sets-grads is about one process's own accumulation: the second replica's first call of
+    its path must not drop what the first replica's gradient added to the combined one."""
+    shards = [(["a", "b"], range(0, 4)), (["a", "c"], range(4, 8))]
+    plain = grads_after(shards)[1]
+    compiled = grads_after(shards, ["compiled-first-call-sets-grads"])[1]
+    assert np.allclose(compiled["a.weight"], plain["a.weight"])
