@@ -12,4 +12,5 @@ AUDIT_READS = ("dygraph only: the optimizer instance's `step` and `minimize` are
 # hapi's Model runs in dygraph: the trainer has no graph run
 OFFERS = Offers(devices=("cpu", "cuda", "ascend"),
                 runs=({}, {"mode": "graph", "backend": "to_static"}, {"mode": "graph", "backend": "static"},
-                      {"api": "trainer"}, {"replicas": "2"}, {"api": "trainer", "replicas": "2"}))
+                      {"api": "trainer"}, {"replicas": "2"}, {"api": "trainer", "replicas": "2"},
+                      {"mode": "graph", "backend": "to_static", "replicas": "2"}))

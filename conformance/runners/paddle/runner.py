@@ -344,7 +344,8 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
             model.eval()
         y = paddle.to_tensor(x)
         if self.parallel is not None:  # through DataParallel, which the net's forward runs the step's path for
-            self.net.run_path = functools.partial(self._run_path, path)
+            # (in graph mode the to_static path: a compiled program inside DataParallel)
+            self.net.run_path = functools.partial(self._compiled_path if self.mode == "graph" else self._run_path, path)
             y = self.parallel(y)
         else:
             y = self._compiled_path(path, y) if self.mode == "graph" else self._run_path(path, y)
