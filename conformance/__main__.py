@@ -400,9 +400,8 @@ def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Ru
     """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
     order = {inst.id: n for n, inst in enumerate(spec)}
     now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    nodes = args.nodes if run.replicas != "1" else 1
     doc = results.Results(environment=results.environment(run, args.spec, now(), workers[0].accelerator,
-                                                          workers[0].packages, nodes),
+                                                          workers[0].packages, args.nodes),  # 1 unless data-parallel
                           profile=[results.VariantRecord.of(v) for v in variants])
     todo = selected
     doc.asked = None if len(selected) == len(spec) else [inst.id for inst in selected]
