@@ -11,10 +11,11 @@ naming the rank; the group is then ended and started again for the next case.
 
 Several hosts (`run --nodes N --node-address HOST`): the ranks are split evenly over N nodes, each node's ranks
 started by the framework's launcher with its own multi-node flags (torchrun --nnodes/--node-rank/--master-addr,
-paddle's launch --nnodes/--rank/--master, msrun --node_rank/--master_addr), meeting at HOST, this host as the
-others reach it, where the coordinator listens too. On a loopback HOST every node's launcher starts here (the
-several-hosts path rehearsed on one machine); otherwise this host starts node 0's and prints each other node's
-command, to be run there in the same checkout. The suite starts nothing on another host itself.
+paddle's launch --nnodes/--rank/--master, msrun --node_rank/--master_addr; TensorFlow, which has none, its workers
+started with TF_CONFIG), meeting at HOST, this host as the others reach it, where the coordinator listens too. On a
+loopback HOST every node's launcher starts here (the several-hosts path rehearsed on one machine); otherwise this
+host starts node 0's and prints each other node's command, to be run there in the same checkout. The suite starts
+nothing on another host itself.
 
 Nothing outlives the group: the launcher runs in a session of its own that the coordinator ends, it dies with the
 coordinator (PR_SET_PDEATHSIG), every rank dies with its launcher and leaves when its connection closes, and the

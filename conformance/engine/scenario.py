@@ -214,7 +214,8 @@ def merge_replicas(case: Case, replicas: list[Observation]) -> Observation:
     """One observation of a data-parallel case from each rank's, in rank order: rank 0's, with each step's loss the
     global batch's (spec.replica_loss_weights: a summed loss's sum, a mean's mean weighed by rows, as the oracle's
     forward_replicas combines them) and its `disagree` naming what some rank holds another value of than rank 0
-    after the step. ValueError if the ranks observed different schedules."""
+    after the step, or what a rank's runner found its replicas' copies disagree on. ValueError if the ranks observed
+    different schedules."""
     first = replicas[0]
     if any(type(o) is not Observation or len(o.steps) != len(first.steps) for o in replicas):
         raise ValueError("the ranks observed different numbers of steps")
@@ -224,6 +225,7 @@ def merge_replicas(case: Case, replicas: list[Observation]) -> Observation:
         loss = sum(w * float(o.steps[i].loss) for w, o in zip(weights, replicas))
         disagree = {name for o in replicas[1:] for name, value in o.steps[i].values.items()
                     if name not in step.values or not np.array_equal(value, step.values[name], equal_nan=True)}
+        disagree |= {name for o in replicas for name in o.steps[i].disagree}  # what a rank saw of the others' copies
         merged.steps.append(dataclasses.replace(step, loss=loss, disagree=frozenset(disagree)))
     return merged
 

@@ -114,7 +114,8 @@ def _worker_main(conn, path: str, run: Run, parent: int, nodes: Nodes) -> None:
         if nodes.count > 1 and adapter.launch_ranks is None:
             raise Unavailable(f"{run.framework} runs its replicas in one process, with no launcher: it has no "
                               f"--nodes")
-        if run.replicas != "1" and adapter.launch_ranks is not None:  # data-parallel: this process coordinates
+        ranks = adapter.launch_ranks is not None and (nodes.count > 1 or not adapter.replicas_in_process)
+        if run.replicas != "1" and ranks:  # data-parallel over a rank group: this process coordinates
             group = RankGroup(adapter, path, adapter.offers.resolve(run), os.environ.get(TAG, ""), nodes)
             version, backend, accelerator, packages = group.start()
             conn.send(("ready", version, backend, accelerator, packages))

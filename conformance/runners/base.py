@@ -75,6 +75,8 @@ class Runner(ABC):
     rank: int = 0
     data_parallel = None
     launch_ranks = None
+    # True where one host's replicas run in this process (TF's MirroredStrategy): launch_ranks then serves --nodes
+    replicas_in_process: bool = False
     # False where the gradient a step applies exists only inside the framework's update (a distribution strategy
     # combines the replicas' gradients in apply_gradients): its gradient checks are then unobserved, never failed
     grads_readable: bool = True

@@ -171,12 +171,16 @@ def test_rank_observations_merge_into_the_global_loss_and_what_replicas_disagree
     from conformance.engine.scenario import Observation, StepObservation, merge_replicas
     (instance,) = [i for i in load_spec() if i.id == "dp-unequal-shares-mean[sgd]"]
 
-    def rank(loss, weight):
-        step = StepObservation(loss=loss, grads={}, values={"a.weight": np.array(weight), "b.bias": np.zeros(2)})
+    def rank(loss, weight, disagree=frozenset()):
+        step = StepObservation(loss=loss, grads={}, values={"a.weight": np.array(weight), "b.bias": np.zeros(2)},
+                               disagree=disagree)
         return Observation(trainable={}, optimizer_params=[], initial={}, grads_observed=True, steps=[step])
     merged = merge_replicas(instance.case, [rank(1.0, [1.0]), rank(3.0, [2.0])])  # shares 2 and 6
     assert np.isclose(merged.steps[0].loss, 2 / 8 * 1.0 + 6 / 8 * 3.0)
     assert merged.steps[0].disagree == {"a.weight"}
+    # a rank whose runner compared the replicas' own copies (a read that averages them agrees): what it found counts
+    merged = merge_replicas(instance.case, [rank(1.0, [1.0], frozenset({"b.bias"})), rank(3.0, [1.0])])
+    assert merged.steps[0].disagree == {"b.bias"}
     assert merged.steps[0].values["a.weight"] == [1.0]  # rank 0's
     with pytest.raises(ValueError, match="different numbers of steps"):
         merge_replicas(instance.case, [rank(1.0, [1.0]), Observation({}, [], {}, steps=[])])

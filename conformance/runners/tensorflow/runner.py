@@ -40,8 +40,12 @@ optimizer), and exclusions through its exclude_from_weight_decay(var_list=... or
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import json
 import os
 import re
+import socket
+import sys
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's C++ INFO/WARNING logs; before the import
@@ -75,13 +79,15 @@ KERAS2 = keras.__version__.startswith("2.")
 
 import numpy as np  # noqa: E402
 
-from ..base import Runner, Unavailable, Unsupported, build_layers, given_loss, hold, loaded  # noqa: E402
+from ..base import (Runner, Unavailable, Unsupported, build_layers, free_port, given_loss, hold,  # noqa: E402
+                    loaded)
 from ...spec import (DROPOUT_PROBE, PADDING_PROBE, Model, Optimizer, defaults_of, padding_from, param_names,
                      replica_loss_weights)  # noqa: E402
 from ...spec import layers as layer_kinds  # noqa: E402
 # graph.py and trainer.py import tensorflow and keras themselves: after the quiet import above
 from . import OFFERS, graph  # noqa: E402
 from .trainer import KerasTrainer  # noqa: E402
+from .workers import WORKER_ENV  # noqa: E402
 
 LINEAR_ROLES = {"weight": "kernel", "bias": "bias"}
 BATCHNORM_ROLES = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",
@@ -137,9 +143,13 @@ class Net(keras.Model):
         return x
 
 
+CLUSTERS: dict[str, list[str]] = {}  # a several-nodes group's rendezvous -> its workers' host:port, worker 0's first
+
+
 class TensorFlowRunner(KerasTrainer, Runner):
     framework = "tensorflow"
     offers = OFFERS
+    replicas_in_process = True  # MirroredStrategy; launch_ranks serves --nodes
     # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
@@ -163,7 +173,15 @@ class TensorFlowRunner(KerasTrainer, Runner):
         if self.mode == "graph":
             graph.quiet_retracing()
         self.strategy, self.replica_grads = None, None
-        if self.run.replicas != "1":  # MirroredStrategy over as many logical CPU devices, in this process
+        if self.run.replicas != "1" and os.environ.get(WORKER_ENV):  # one worker of several nodes' (workers.py)
+            self.rank = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+            self.strategy = tf.distribute.MultiWorkerMirroredStrategy(
+                communication_options=tf.distribute.experimental.CommunicationOptions(
+                    implementation=tf.distribute.experimental.CommunicationImplementation.RING))  # CPU collectives
+            self.tf_device = None
+            # its one replica runs in the strategy, which combines it with the other workers'
+            self.emulates_replicas, self.grads_readable = True, False
+        elif self.run.replicas != "1":  # MirroredStrategy over as many logical CPU devices, in this process
             world = int(self.run.replicas)
             try:
                 tf.config.set_logical_device_configuration(
@@ -181,6 +199,20 @@ class TensorFlowRunner(KerasTrainer, Runner):
 
     def _device(self):
         return tf.device(self.tf_device) if self.tf_device is not None else contextlib.nullcontext()
+
+    @staticmethod
+    def launch_ranks(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
+        """Several nodes only (one node's replicas run in this process): this node's workers, started by
+        workers.py with TF_CONFIG, worker 0 at `master`. TF_CONFIG names every worker's host:port, so every
+        node must be this host's: the other hosts' addresses are not the suite's to know."""
+        host = master.rsplit(":", 1)[0]
+        if not ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
+            raise Unavailable(f"--node-address {host}: TF_CONFIG names every worker's host:port, and only this "
+                              f"host's are known here; tensorflow's --nodes runs on a loopback address")
+        cluster = CLUSTERS.setdefault(master, [master] + [f"{host}:{free_port(host)}" for _ in range(world - 1)])
+        share = world // nodes
+        return [sys.executable, "-m", "conformance.runners.tensorflow.workers", str(node * share), str(share),
+                ",".join(cluster), script]
 
     @staticmethod
     def version() -> str:
@@ -500,12 +532,27 @@ class TensorFlowRunner(KerasTrainer, Runner):
         if backward:
             self.replica_grads = grads
         values = [float(tf.reduce_mean(v)) for v in self.strategy.experimental_local_results(losses)]
+        if len(values) < len(shards):  # one worker's replica: its own rows' loss, which the rank group weighs
+            return values[0]
         weights = replica_loss_weights([len(rows) for _, rows in shards], loss)
         return sum(w * v for w, v in zip(weights, values))
 
     def disagreeing(self):
-        """The variables whose copies on the replicas hold different values."""
+        """The variables whose copies on the replicas hold different values: this process's copies, or on one worker
+        of several nodes' every worker's own copy, gathered (a read in the replica is its own copy; one outside may
+        reduce them: Keras 2's moving statistics read the mean)."""
         out = set()
+        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            names = list(self.variables)
+            sizes = [int(np.prod(self.variables[n].shape)) for n in names]
+            # one gather of every variable, flattened into one row per worker
+            own = self.strategy.run(lambda: tf.concat([tf.reshape(tf.cast(self.variables[n], tf.float64), [-1])
+                                                       for n in names], 0)[None])
+            every = self.strategy.gather(own, axis=0).numpy()
+            for name, part in zip(names, np.split(every, np.cumsum(sizes)[:-1], axis=1)):
+                if any(not np.array_equal(part[0], row) for row in part[1:]):
+                    out.add(name)
+            return out
         for name, variable in self.variables.items():
             copies = getattr(variable if KERAS2 else variable.value, "values", ())
             if any(not np.array_equal(copies[0].numpy(), c.numpy()) for c in copies[1:]):

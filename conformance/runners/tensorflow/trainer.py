@@ -19,7 +19,9 @@ An eval-mode training step calls the layers with training=False inside that mode
 transfer-learning guide does under fit (a Dropout is then the identity, a BatchNormalization uses
 its moving statistics); a forward-only eval step is `evaluate`. Images go in NHWC (runner.py's _inputs).
 Data-parallel (--replicas 2): the model is made and compiled in the MirroredStrategy's scope and fit takes the
-global batch, which it splits over the replicas, as Keras' distributed training guide writes it.
+global batch, which it splits over the replicas, as Keras' distributed training guide writes it. Over several
+nodes (--nodes) the strategy is a MultiWorkerMirroredStrategy, one worker per replica, each calling fit on the
+global batch: Keras 2's fit trains on its replica's rows; Keras 3's fails there (keras-team/keras#20585).
 
 KerasTrainer is a mixin of TensorFlowRunner (runner.py): it uses the runner's net, opt, tf_device,
 mode and trainers_ cache.
@@ -31,6 +33,7 @@ import warnings
 import keras
 import tensorflow as tf
 
+from ...spec import replica_loss_weights
 from ..base import Unsupported
 
 
@@ -82,7 +85,7 @@ class KerasTrainer:
         with tf.device(self.tf_device), self.refusal(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Gradients do not exist")  # as in runner.py's _apply
             history = model.fit(x, target, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
-        return float(history.history["loss"][0])
+        return self._rank_part(float(history.history["loss"][0]), len(x), loss)
 
     def _evaluate(self, path, x, target, train, loss=None):
         if train:
@@ -92,4 +95,13 @@ class KerasTrainer:
             criterion, target = self._labels(loss, path, target)
         model, x = self._trainer(path, train, criterion), self._inputs(path, x)
         with tf.device(self.tf_device):
-            return float(model.evaluate(x, target, batch_size=len(x), verbose=0))
+            return self._rank_part(float(model.evaluate(x, target, batch_size=len(x), verbose=0)), len(x), loss)
+
+    def _rank_part(self, value, rows, loss):
+        """Under MultiWorkerMirroredStrategy (one rank of several nodes') fit and evaluate report the global batch's
+        loss on every worker, and the rank group adds up its ranks' losses, each weighed (replica_loss_weights):
+        each worker reports its equal part."""
+        if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            return value
+        world = self.strategy.num_replicas_in_sync
+        return value / sum(replica_loss_weights([rows // world] * world, loss))
