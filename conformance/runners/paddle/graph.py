@@ -104,14 +104,20 @@ class ToStatic:
         instead of falling back (both act on SOT only). Each output is then checked to come from the
         compiled program."""
         from paddle.jit.sot.utils import min_graph_size_guard, strict_mode_guard
+        from paddle.jit.sot.utils.exceptions import FallbackError
         key = tuple(path)
         if key not in self.compiled:
             flatten = layer_kinds.flatten_before(self.model, path)
             layer = _Path([self.layers[n] for n in path], [n in self.model.detach_after for n in path],
                           [i in flatten for i in range(len(path))])
             self.compiled[key] = paddle.jit.to_static(layer)  # as a user calls it: the default translator
-        with min_graph_size_guard(0), strict_mode_guard(True):
-            y = self.compiled[key](x)
+        try:
+            with min_graph_size_guard(0), strict_mode_guard(True):
+                y = self.compiled[key](x)
+        except FallbackError as exc:  # the strict mode's refusal, where a user's SOT would run the frame in dygraph
+            said = " ".join(str(exc).split())[:200]
+            raise Unsupported(f"to_static cannot compile this path whole (SOT would fall back to dygraph): {said}") \
+                from None
         node = y.grad_fn.name() if y.grad_fn is not None else None
         if node is not None and not _compiled_node(node):
             raise RuntimeError(f"to_static fell back to dygraph: the output's grad node is {node}, "
