@@ -469,7 +469,10 @@ class ReferenceRunner(Runner):
                 return False
         return train
 
-    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=()):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=(), loss_rows=None):
+        """The path on the batch x; the loss (returned, and back-propagated when `backward`) is over all of it, or
+        over `loss_rows` only: one replica's rows of a global batch that runs forward whole, as under a synchronised
+        BatchNorm, whose statistics are every replica's."""
         if backward and "compiled-grad-keeps-first-mode" in self.variants:
             train = self.compiled_modes.setdefault(tuple(path), train)
         tape, y = [], np.asarray(x, dtype=np.float64)
@@ -524,6 +527,8 @@ class ReferenceRunner(Runner):
                     + self.values_[self._param(layer, "bias")].reshape(channel)
             if layer in self.model.detach_after:
                 tape.clear()  # nothing before a stop_gradient receives gradient
+        scores, own = y, slice(None) if loss_rows is None else list(loss_rows)
+        y, target = y[own], np.asarray(target)[own]
         if loss is not None:
             try:
                 value, d_scores = cross_entropy(y, np.asarray(target, dtype=np.int64),
@@ -539,6 +544,10 @@ class ReferenceRunner(Runner):
             d_scores = 2.0 * diff / (diff.size if reduce else diff.size // len(diff))
         if backward and not reduce and "nonscalar-backward-sums" not in self.variants:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if loss_rows is not None:  # the other rows' scores get no gradient from this loss
+            spread = np.zeros_like(scores)
+            spread[own] = d_scores
+            d_scores = spread
         first_call = tuple(path) not in self.compiled_paths
         self._path_frozen = self.compiled_frozen.setdefault(tuple(path), set(self.frozen)) \
             if "compiled-keeps-first-frozen" in self.variants else set()
@@ -592,9 +601,11 @@ class ReferenceRunner(Runner):
         """Every replica in turn, its gradient weighed into the combined one (module doc: forward_replicas).
         replica-clip-before-combining: each replica's share is clipped first. replica-stats-own-rows: each replica
         normalises with its own rows' statistics, the gradients weighed as one device's. replica-stats-read-averaged:
-        each replica keeps its own running statistics, and what is read is their mean."""
+        each replica keeps its own running statistics, and what is read is their mean. A synchronised BatchNorm
+        (layer `synchronized`) normalises every replica with the global batch's statistics under any of them."""
         combine = next((REPLICA_WEIGHTS[v] for v in sorted(self.variants) if v in REPLICA_WEIGHTS), None)
         own_rows = "replica-stats-own-rows" in self.variants
+        synchronized = any(self.model.spec(n).synchronized for path, _ in shards for n in path)
         if combine is None and not own_rows and len({tuple(path) for path, _ in shards}) == 1:
             return self.forward(shards[0][0], x, target, train, backward, loss=loss, touch=touch)
         total, value = len(x), 0.0
@@ -617,9 +628,12 @@ class ReferenceRunner(Runner):
                 weight = combine(len(rows), total, len(shards)) if combine else weights[rank]
                 before = {n: None if g is None else g.copy() for n, g in self.grads_.items()}
                 self._grad_scale = 1.0 if apart else weight
+                # a synchronised BatchNorm normalises with the global batch's statistics: the replica's forward runs
+                # every replica's rows, and its loss is its own rows'
+                batch = (x, target, rows) if synchronized else (np.asarray(x)[rows], np.asarray(target)[rows], None)
                 try:
-                    value += weights[rank] * self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train,
-                                                          backward, loss=loss, touch=touch)
+                    value += weights[rank] * self.forward(path, *batch[:2], train, backward, loss=loss, touch=touch,
+                                                          loss_rows=batch[2])
                 finally:
                     self._grad_scale = 1.0
                     if rank:

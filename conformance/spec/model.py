@@ -98,6 +98,10 @@ class Layer(_Strict):
     DROPOUT_PROBE ones and compared (a `default <layer>.rate` check)"""
     momentum: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | Default = 0.1
     """BatchNorm: the new batch's weight in the running statistics, or default (the framework's)"""
+    synchronized: bool = False
+    """BatchNorm in a data-parallel case: the framework's synchronised BatchNorm, whose statistics are the global
+    batch's, over every replica's rows (torch's and paddle's SyncBatchNorm, MindSpore's nn.SyncBatchNorm, Keras'
+    synchronized=True)"""
     eps: Positive | Default = 1e-5
     """BatchNorm, LayerNorm: added to the variance, or default (the framework's)"""
     init: Literal["case", "default"] = "case"
@@ -116,6 +120,8 @@ class Layer(_Strict):
             raise ValueError(f"'bias' is a setting of linear and conv2d layers, not of {self.kind}")
         if self.padding != "same" and not self.conv2d:
             raise ValueError(f"'padding' is a setting of conv2d layers, not of {self.kind}")
+        if self.synchronized and not self.batchnorm:
+            raise ValueError(f"'synchronized' is a BatchNorm setting, not of {self.kind}")
         if self.positional and not self.dropout:
             raise ValueError("'positional' writes a dropout's rate positionally: it needs a dropout layer")
         if self.init == "default" and (self.tie or self.dropout):
@@ -478,10 +484,16 @@ class Case(_Strict):
         on a path only some replicas run (its statistics would have no single-device equivalent)."""
         dp = self.data_parallel
         wants = [e for e in self.expect if e.agree] + [s for s in self.steps if s.replica_paths]
+        synchronized = {n for n, layer in self.model.layers.items() if layer.synchronized}
         if dp is None:
-            if wants or any(not s.sync for s in self.steps):
-                raise ValueError("'replica_paths', 'agree' and 'sync' need 'data_parallel'")
+            if wants or any(not s.sync for s in self.steps) or synchronized:
+                raise ValueError("'replica_paths', 'agree', 'sync' and a 'synchronized' BatchNorm need "
+                                 "'data_parallel'")
             return
+        plain = {n for n, layer in self.model.layers.items() if layer.batchnorm and not layer.synchronized}
+        if synchronized and plain:  # the oracle runs a replica on the global batch or on its own rows, not both
+            raise ValueError(f"BatchNorm {sorted(plain)[0]!r} is not synchronized and {sorted(synchronized)[0]!r} is: "
+                             f"a data-parallel case's BatchNorms are synchronized all or none")
         for i, step in enumerate(self.steps):
             if not step.sync and (step.update or not step.backward):
                 raise ValueError(f"steps.{i}: 'sync: false' is a backward that accumulates: it takes no update")
@@ -634,7 +646,8 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "positional-args": "layer arguments written positionally",
             "data-parallel": "data-parallel training on several replicas",
             "touch": "a loss that adds parameters times zero (the unused-parameter workaround)",
-            "no-sync": "data-parallel backward passes that do not synchronise (no_sync)"}
+            "no-sync": "data-parallel backward passes that do not synchronise (no_sync)",
+            "sync-batchnorm": "BatchNorm synchronised over the replicas (global statistics)"}
 
 
 def features_of(case: Case) -> list[str]:
@@ -655,7 +668,8 @@ def features_of(case: Case) -> list[str]:
             "positional-args": any(layer.positional for layer in case.model.layers.values()),
             "data-parallel": case.data_parallel is not None,
             "touch": any(s.touch for s in case.steps),
-            "no-sync": any(not s.sync for s in case.steps)}
+            "no-sync": any(not s.sync for s in case.steps),
+            "sync-batchnorm": any(layer.synchronized for layer in case.model.layers.values())}
     return [f for f in FEATURES if used[f]]
 
 

@@ -75,7 +75,10 @@ cases:
     (("{replicas: 2}", "{replicas: 3}"), "batch size 8 does not split equally among 3 replicas"),
     (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {2: [a]}}"), "replica 2 of 2"),
     (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {1: [a, bn, c]}}"), "a BatchNorm on a path only some"),
-    (("    data_parallel: {replicas: 2}\n", ""), "'replica_paths', 'agree' and 'sync' need 'data_parallel'"),
+    (("    data_parallel: {replicas: 2}\n", ""), "'replica_paths', 'agree', 'sync' and a 'synchronized' BatchNorm need"),
+    (("bn: {batchnorm: 2}", "bn: {batchnorm: 2, synchronized: true}\n        bn2: {batchnorm: 2}"),
+     "BatchNorm 'bn2' is not synchronized and 'bn' is"),
+    (("a: {linear: [2, 2]}", "a: {linear: [2, 2], synchronized: true}"), "'synchronized' is a BatchNorm setting"),
     (("- {path: [a, c]}", "- {path: [a, c], sync: false}"), "'sync: false' is a backward that accumulates"),
     (("- {path: [a, c]}\n    expect:\n      - {step: 0, agree: [a.weight]}",
       "- {path: [a, c], sync: false, update: false}\n      - {path: [a, c], clear: false}\n    expect:\n"
@@ -212,6 +215,50 @@ def test_replicas_normalising_their_own_rows_combine_their_gradients_as_one_devi
     uneven = [range(0, 6), range(6, 8)]
     assert np.allclose(step(["a", "b"], uneven, ["replica-stats-own-rows"])[0]["a.weight"],
                        step(["a", "b"], uneven, [])[0]["a.weight"])
+
+
+def test_a_synchronized_batchnorm_normalises_every_replica_with_the_global_statistics():
+    layers = {"a": {"linear": [3, 4]}, "bn": {"batchnorm": 4, "synchronized": True}, "b": {"linear": [4, 2]}}
+    rng = np.random.default_rng(2)
+    values = {"a.weight": rng.normal(size=(3, 4)), "a.bias": rng.normal(size=4), "bn.weight": rng.normal(size=4),
+              "bn.bias": np.zeros(4), "bn.running_mean": np.zeros(4), "bn.running_var": np.ones(4),
+              "b.weight": rng.normal(size=(4, 2)), "b.bias": rng.normal(size=2)}
+    x, t = rng.normal(size=(8, 3)), rng.normal(size=(8, 2))
+    path = ["a", "bn", "b"]
+
+    def runner_with(variants, start=values):
+        runner = ref.ReferenceRunner(variants=variants)
+        runner.build(Model.model_validate({"layers": layers}), {n: v.copy() for n, v in start.items()})
+        runner.make_optimizer(ref.Optimizer(name="sgd"))
+        return runner
+
+    def step(shards, variants):
+        runner = runner_with(variants)
+        runner.forward_replicas([(path, rows) for rows in shards], x, t, True, True)
+        return runner.grads(), runner.values(), runner.disagreeing()
+
+    halves = [range(0, 4), range(4, 8)]
+    one_device, stats, _ = step(halves, [])
+    for variants, factor in [(["replica-grads-averaged"], 1.0), (["replica-stats-own-rows"], 1.0),
+                             (["replica-grads-summed"], 2.0)]:
+        grads, got, apart = step(halves, variants)
+        assert np.allclose(grads["a.weight"], factor * one_device["a.weight"]), variants
+        assert np.allclose(got["bn.running_mean"], stats["bn.running_mean"]) and not apart
+    # unequal shares, averaged: the gradient of (L_0 + L_1) / 2, each L_r its own rows' mean loss under the global
+    # batch's statistics, by central differences
+    uneven = [range(0, 6), range(6, 8)]
+    grads = step(uneven, ["replica-grads-averaged"])[0]["a.weight"]
+
+    def objective(weight):
+        runner = runner_with([], {**values, "a.weight": weight})
+        return sum(0.5 * runner.forward(path, x, t, True, False, loss_rows=rows) for rows in uneven)
+    numeric = np.zeros_like(grads)
+    for index in np.ndindex(grads.shape):
+        bump = np.zeros_like(grads)
+        bump[index] = 1e-6
+        numeric[index] = (objective(values["a.weight"] + bump) - objective(values["a.weight"] - bump)) / 2e-6
+    assert np.allclose(grads, numeric, atol=1e-6)
+    assert not np.allclose(grads, step(uneven, [])[0]["a.weight"])
 
 
 def test_a_touched_layer_gets_a_zero_gradient_that_decay_then_moves_and_no_trainer_runs_it():
