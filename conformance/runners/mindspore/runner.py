@@ -157,7 +157,7 @@ class MindSporeRunner(Runner):
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
-                          "no-sync"})
+                          "no-sync", "sync-batchnorm"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -219,6 +219,8 @@ class MindSporeRunner(Runner):
             kw = {} if spec.eps == "default" else {"eps": spec.eps}
             if spec.momentum != "default":
                 kw["momentum"] = 1.0 - spec.momentum
+            if spec.synchronized:  # statistics over every replica's rows, images or vectors
+                return nn.SyncBatchNorm(spec.batchnorm, **kw)
             return (nn.BatchNorm2d if name in images else nn.BatchNorm1d)(spec.batchnorm, **kw)
 
         self.layers = layers = build_layers(model, make)  # a tie is the same Cell object

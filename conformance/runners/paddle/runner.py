@@ -114,7 +114,7 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
-                          "no-sync"})
+                          "no-sync", "sync-batchnorm"})
     read_defaults = staticmethod(read_defaults)  # graph.py reads a static program's layers with it
     criterion = staticmethod(criterion)  # graph.py builds it in a program, trainer.py hands it to hapi
     # canonical role -> the paddle attribute holding it; BatchNorm(name=n) names its statistics
@@ -188,6 +188,8 @@ class PaddleRunner(ToStatic, StaticProgram, HapiTrainer, Runner):
                 kw["momentum"] = 1.0 - spec.momentum
             # BatchNorm2D after a conv (per channel over N, H, W), BatchNorm1D on features
             kind = paddle.nn.BatchNorm2D if name in images else paddle.nn.BatchNorm1D
+            if spec.synchronized:  # statistics over every replica's rows, images or vectors
+                kind = paddle.nn.SyncBatchNorm
             return kind(spec.batchnorm, weight_attr=a("weight"), bias_attr=a("bias"),
                         name=None if attrs is None else name, **kw)
 

@@ -153,7 +153,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
     # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
-                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch"})
+                          "dropout", "cross-entropy", "positional-args", "data-parallel", "touch", "sync-batchnorm"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -254,8 +254,10 @@ class TensorFlowRunner(KerasTrainer, Runner):
                         keras.layers.Dropout(rate=spec.dropout, name=name)
                 else:  # Keras' momentum weighs the old statistic: the opposite of the neutral one
                     momentum = spec.momentum if spec.momentum == "default" else 1.0 - spec.momentum
+                    # synchronized: statistics over every replica's rows, under a distribution strategy
+                    sync = {"synchronized": True} if spec.synchronized else {}
                     layer = keras.layers.BatchNormalization(name=name, **given(momentum=momentum,
-                                                                               epsilon=spec.eps))
+                                                                               epsilon=spec.eps), **sync)
                     layer.build((None, None, None, spec.batchnorm) if name in images else (None, spec.batchnorm))
                 return layer
 

@@ -47,7 +47,7 @@ class TorchRunner(Runner):
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
-                          "no-sync"})
+                          "no-sync", "sync-batchnorm"})
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -107,6 +107,8 @@ class TorchRunner(Runner):
                 return torch.nn.Dropout(spec.dropout) if spec.positional else torch.nn.Dropout(p=spec.dropout)
             if spec.layernorm:  # over the last axis, with weight and bias (elementwise_affine)
                 return torch.nn.LayerNorm(spec.layernorm, **_given(eps=spec.eps))
+            if spec.synchronized:  # statistics over every replica's rows (DDP's process group), images or vectors
+                return torch.nn.SyncBatchNorm(spec.batchnorm, **_given(eps=spec.eps, momentum=spec.momentum))
             norm = torch.nn.BatchNorm2d if name in images else torch.nn.BatchNorm1d
             return norm(spec.batchnorm, **_given(eps=spec.eps, momentum=spec.momentum))
 
