@@ -16,7 +16,7 @@ SCRIPT = """
 import json, os, sys, time
 config = json.loads(os.environ["TF_CONFIG"])
 index = config["task"]["index"]
-with open(os.path.join(sys.argv[0] + f".{index}"), "w") as out:
+with open(sys.argv[0] + f".{index}", "w") as out:
     json.dump({"config": config, "marked": os.environ.get("CONFORMANCE_TF_WORKER")}, out)
 if index == int(os.environ["FAILING"]):
     sys.exit(3)
