@@ -36,8 +36,11 @@ def test_ddp_averages_the_replicas_mean_gradients():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    out = mp.get_context("fork").SimpleQueue()
-    mp.start_processes(replica, args=(port, out), nprocs=2, start_method="fork")
+    # spawn, not fork: forked from pytest after other torch tests, a replica once hung for good in its gloo
+    # group's teardown. torch's multiprocessing notes: a fork while background threads hold locks leaves the
+    # child corrupted, to deadlock (https://pytorch.org/docs/stable/notes/multiprocessing.html)
+    out = mp.get_context("spawn").SimpleQueue()
+    mp.start_processes(replica, args=(port, out), nprocs=2, start_method="spawn")
     grads = {rank: torch.tensor(g) for rank, g in (out.get() for _ in range(2))}
     torch.manual_seed(0)
     one = torch.nn.Linear(4, 1)

@@ -46,8 +46,11 @@ def run(find_unused):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    out = mp.get_context("fork").SimpleQueue()
-    mp.start_processes(replica, args=(port, find_unused, out), nprocs=2, start_method="fork")
+    # spawn, not fork: forked from pytest after other torch tests, a replica once hung for good in its gloo
+    # group's teardown. torch's multiprocessing notes: a fork while background threads hold locks leaves the
+    # child corrupted, to deadlock (https://pytorch.org/docs/stable/notes/multiprocessing.html)
+    out = mp.get_context("spawn").SimpleQueue()
+    mp.start_processes(replica, args=(port, find_unused, out), nprocs=2, start_method="spawn")
     return {rank: (torch.tensor(weight), second) for rank, weight, second in (out.get() for _ in range(2))}
 
 
