@@ -1,6 +1,6 @@
 """The kinds of finding an audit reports, most severe first.
 
-Each kind names the variants (oracle/variants.py) whose mechanism produces it. A finding on a
+Each kind names the variants (oracle/variants/) whose mechanism produces it. A finding on a
 framework is explained by the one of them that the framework's profile (its room's known.yaml) holds
 for the installed version; where none does, the reference semantics produce it too (the user's
 code, not the framework, is the cause), and the finding says so.

@@ -1,6 +1,6 @@
 """A framework's semantic profile: the variants its room's known.yaml lists, and those in force for a run.
 
-Each entry names a variant of the closed vocabulary (variants.py), the framework versions and run
+Each entry names a variant of the closed vocabulary (variants/), the framework versions and run
 axes it holds for, why, and the upstream page that states it. Its evidence is the room's standalone
 snippet `confirm/<variant>.py` (the variant's name with every other character than a-z, 0-9 and _
 turned into _), which must exist.
@@ -138,5 +138,13 @@ def load_known(framework: str, rooms: Path = RUNNERS_DIR) -> list[KnownVariant]:
 
 
 def profile(known: list[KnownVariant], run: Run) -> list[KnownVariant]:
-    """The variants in force for one run."""
-    return [v for v in known if v.holds_for(run)]
+    """The variants in force for one run; SpecError where two of them set one point of the semantics differently
+    (the oracle could not run them together)."""
+    from .variants import semantics
+    held = [v for v in known if v.holds_for(run)]
+    try:
+        semantics(v.variant for v in held)
+    except ValueError as exc:
+        raise SpecError(f"conformance/runners/{run.framework}/known.yaml: {exc}, both in force for "
+                        f"{run.describe()}") from None
+    return held

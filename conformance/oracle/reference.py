@@ -31,9 +31,9 @@ observation with what this module computes for the same scenario. Its stance, st
 - a bias left to default exists (torch's Linear and Conv2d have one);
 - every layer is registered and reached by train/eval, whatever container holds it.
 
-`ReferenceRunner(variants=...)` runs the same scenario with named variants of these semantics
-(conformance/variants.py says what each one changes): the executable form of a framework's
-documented behaviour.
+`ReferenceRunner(variants=...)` runs the same scenario with named variants of these semantics: each
+variant (oracle/variants/) declares the points of `Semantics` (oracle/semantics.py) it changes, and the
+runner reads only those points: the executable form of a framework's documented behaviour.
 """
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ import numpy as np
 from ..runners.base import Offers, Runner
 from ..spec import (FEATURES, OPTIMIZER_FIELDS, TORCH_IGNORE_INDEX, ClearMode, CrossEntropy, Model, Optimizer, defaults_of,
                     replica_loss_weights)
-from ..spec import layers as layer_kinds
-from .variants import VARIANTS
+from .semantics import REFERENCE, Semantics
+from .variants import semantics
 
 
 # ---------------------------------------------------------------- update rules
@@ -149,33 +149,13 @@ REFERENCE_DEFAULTS = {
     # nn.CrossEntropyLoss
     "cross_entropy": {"reduction": "mean", "from_logits": True, "ignore_index": TORCH_IGNORE_INDEX, "label_smoothing": 0.0},
 }
-# The default-value variants (conformance/variants.py): (optimizer name or layer kind, field) -> value
-VARIANT_DEFAULTS = {
-    "bn-default-momentum-0.99": {("batchnorm", "momentum"): 0.01},
-    "norm-default-eps-1e-3": {("batchnorm", "eps"): 1e-3, ("layernorm", "eps"): 1e-3},
-    "layernorm-default-eps-1e-7": {("layernorm", "eps"): 1e-7},
-    "layernorm-default-eps-1e-6": {("layernorm", "eps"): 1e-6},
-    "sgd-default-lr-0.01": {("sgd", "lr"): 0.01, ("momentum", "lr"): 0.01},
-    "adam-default-eps-1e-7": {("adam", "eps"): 1e-7, ("adamw", "eps"): 1e-7},
-    "adamw-default-eps-1e-6": {("adamw", "eps"): 1e-6},
-    "sgd-default-lr-0.1": {("sgd", "lr"): 0.1},
-    "adamw-default-decay-0": {("adamw", "weight_decay"): 0.0},
-    "adamw-default-decay-0.004": {("adamw", "weight_decay"): 0.004},
-    "adamw-default-decay-0.0001": {("adamw", "weight_decay"): 1e-4},
-    "momentum-default-0.9": {("momentum", "momentum"): 0.9},
-    "conv-default-no-bias": {("conv2d", "bias"): False},
-    "conv-default-pads-same": {("conv2d", "padding"): "same"},
-    "ce-default-takes-probabilities": {("cross_entropy", "from_logits"): False},
-    "ce-default-ignores-no-label": {("cross_entropy", "ignore_index"): None},
-}
 LAYER_FIELDS = ("momentum", "eps", "bias", "padding")  # the layer settings a case may leave to default
 
 
-def resolve_defaults(model: Model, optimizer: Optimizer, variants=()) -> tuple[Model, Optimizer]:
+def resolve_defaults(model: Model, optimizer: Optimizer, sem: Semantics = REFERENCE) -> tuple[Model, Optimizer]:
     """The model and optimizer with every "default" replaced by the value the oracle uses."""
     table = {(kind, f): v for kind, fields in REFERENCE_DEFAULTS.items() for f, v in fields.items()}
-    for name in variants:
-        table.update(VARIANT_DEFAULTS.get(name, {}))
+    table.update(sem.defaults)
     opt = optimizer.model_copy(update={f: table[optimizer.name, f] for f in OPTIMIZER_FIELDS[optimizer.name]
                                        if getattr(optimizer, f) == "default"})
     layers = {name: layer.model_copy(update={f: table[layer.kind, f] for f in LAYER_FIELDS
@@ -184,25 +164,24 @@ def resolve_defaults(model: Model, optimizer: Optimizer, variants=()) -> tuple[M
     return model.model_copy(update={"layers": layers}), opt
 
 
-def resolve_loss(loss: CrossEntropy, variants=()) -> CrossEntropy:
+def resolve_loss(loss: CrossEntropy, sem: Semantics = REFERENCE) -> CrossEntropy:
     """The cross-entropy with every "default" replaced by the value the oracle uses (ignore_index: the
     framework's, which a variant may make None: no label is ignored)."""
     table = dict(REFERENCE_DEFAULTS["cross_entropy"])
-    for name in variants:
-        table.update({f: v for (kind, f), v in VARIANT_DEFAULTS.get(name, {}).items() if kind == "cross_entropy"})
+    table.update({f: v for (kind, f), v in sem.defaults.items() if kind == "cross_entropy"})
     return loss.model_copy(update={f: table[f] for f in table if getattr(loss, f) == "default"})
 
 
-def cross_entropy(scores, labels, loss: CrossEntropy, variants=()) -> tuple[float, np.ndarray]:
+def cross_entropy(scores, labels, loss: CrossEntropy, sem: Semantics = REFERENCE) -> tuple[float, np.ndarray]:
     """(loss, its gradient with respect to the scores) of a resolved cross-entropy, as torch's CrossEntropyLoss:
     the smoothed target (1 - s) * one_hot + s / classes; the samples whose label is ignored add nothing, and a
     mean divides by the others (none: the loss is 0/0, NaN, and the gradient zero). Without from_logits the
     scores are read as probabilities (ce-default-takes-probabilities): clipped to [1e-7, 1 - 1e-7] and
     renormalised, as Keras's backend writes it (log of the clipped scores into a softmax cross-entropy).
-    The ce-* variants change which samples are ignored and what a mean divides by."""
+    The ce_* points of `sem` change which samples are ignored and what a mean divides by."""
     n, classes = scores.shape
     smoothing, ignore = loss.label_smoothing, loss.ignore_index
-    if smoothing and "ce-smoothing-drops-ignore-index" in variants:
+    if smoothing and sem.ce_smoothing_drops_ignore_index:
         ignore = None  # the smoothed labels are soft labels, which the ignore index does not apply to
     kept = labels != ignore if ignore is not None else np.ones(n, bool)
     outside = labels[kept][(labels[kept] < 0) | (labels[kept] >= classes)]
@@ -226,14 +205,14 @@ def cross_entropy(scores, labels, loss: CrossEntropy, variants=()) -> tuple[floa
     if loss.reduction == "sum":
         return float(per_sample.sum()), d_scores
     count = int(kept.sum())
-    if ignore is not None and ignore < 0 and "ce-negative-ignore-mean-over-batch" in variants:
+    if ignore is not None and ignore < 0 and sem.ce_negative_ignore_mean_over_batch:
         count = n
     if smoothing and loss.ignore_index is not None and loss.ignore_index >= 0 \
-            and "ce-smoothing-mean-over-classes" in variants:
+            and sem.ce_smoothing_mean_over_classes:
         count = n * classes  # the ignore index counted over the smoothed label's entries, none of which equals it
     if not count:
-        nan_grad = "ce-all-ignored-nan-grad" in variants  # 1/0 reaches the masked entries: inf * 0
-        return (0.0 if "ce-all-ignored-mean-zero" in variants else float("nan")), \
+        nan_grad = sem.ce_all_ignored_grad_nan  # 1/0 reaches the masked entries: inf * 0
+        return (0.0 if sem.ce_all_ignored_loss_zero else float("nan")), \
             np.full_like(d_scores, np.nan) if nan_grad else np.zeros_like(d_scores)
     return float(per_sample.sum() / count), d_scores / count
 
@@ -243,26 +222,13 @@ def cross_entropy(scores, labels, loss: CrossEntropy, variants=()) -> tuple[floa
 # the scale a function of the layer's (fan_in, fan_out): the bound of a uniform draw, the standard deviation of
 # a normal or truncated-normal one (truncated at two standard deviations of the normal it cuts), a constant's
 # value. The reference is torch's constructors (kaiming_uniform_(a=sqrt(5)) and its bias bound, N(0, 1) for
-# an embedding, ones and zeros for a normalisation); an init-* variant replaces some entries (INIT_VARIANTS).
+# an embedding, ones and zeros for a normalisation); an init variant replaces some entries (Semantics.init).
 NORM_INIT = {("weight",): ("constant", lambda fi, fo: 1.0), ("bias",): ("constant", lambda fi, fo: 0.0),
              ("running_mean",): ("constant", lambda fi, fo: 0.0), ("running_var",): ("constant", lambda fi, fo: 1.0)}
 REFERENCE_INIT = {
     **{(kind, role): ("uniform", lambda fi, fo: 1 / np.sqrt(fi)) for kind in ("linear", "conv2d") for role in ("weight", "bias")},
     ("embedding", "weight"): ("normal", lambda fi, fo: 1.0),
     **{(kind, role): init for kind in ("batchnorm", "layernorm") for (role,), init in NORM_INIT.items()},
-}
-XAVIER_BOUND = lambda fi, fo: np.sqrt(6 / (fi + fo))  # noqa: E731  U(+-bound): Glorot / Xavier uniform
-INIT_VARIANTS: dict[str, dict] = {
-    "bias-init-zero": {("linear", "bias"): ("constant", lambda fi, fo: 0.0), ("conv2d", "bias"): ("constant", lambda fi, fo: 0.0)},
-    "linear-init-xavier-uniform": {("linear", "weight"): ("uniform", XAVIER_BOUND)},
-    "conv-init-xavier-uniform": {("conv2d", "weight"): ("uniform", XAVIER_BOUND)},
-    "conv-init-he-normal": {("conv2d", "weight"): ("normal", lambda fi, fo: np.sqrt(2 / fi))},
-    "linear-conv-init-lecun-normal": {(kind, "weight"): ("truncated_normal", lambda fi, fo: 1 / np.sqrt(fi))
-                                      for kind in ("linear", "conv2d")},
-    "embedding-init-xavier-uniform": {("embedding", "weight"): ("uniform", XAVIER_BOUND)},
-    "embedding-init-uniform-0.05": {("embedding", "weight"): ("uniform", lambda rows, dim: 0.05)},
-    "embedding-init-normal-0.01": {("embedding", "weight"): ("normal", lambda rows, dim: 0.01)},
-    "embedding-init-normal-fan-in": {("embedding", "weight"): ("normal", lambda rows, dim: 1 / np.sqrt(dim))},
 }
 
 
@@ -278,12 +244,9 @@ def fans(layer) -> tuple[int, int]:
     return layer.width, layer.width
 
 
-def default_init(layer, role: str, shape, variants, rng) -> np.ndarray:
+def default_init(layer, role: str, shape, sem: Semantics, rng) -> np.ndarray:
     """A draw of one parameter (or statistic) the way a framework's constructor initializes it."""
-    table = dict(REFERENCE_INIT)
-    for name in sorted(variants):
-        table.update(INIT_VARIANTS.get(name, {}))
-    family, scale = table[layer.kind, role]
+    family, scale = {**REFERENCE_INIT, **sem.init}[layer.kind, role]
     value = scale(*fans(layer))
     if family == "constant":
         out = np.full(shape, value)
@@ -302,37 +265,6 @@ def default_init(layer, role: str, shape, variants, rng) -> np.ndarray:
     return out
 
 
-# ---------------------------------------------------------------- what a weight-decay name filter sees
-# The reference is torch's named_parameters(): `layer.role`. A decay-filter-* variant (variants.py) hands the
-# filter a framework's own name instead: (its format, the names of the roles that differ, by layer kind).
-GAMMA_BETA = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean", "running_var": "moving_variance"}
-KERAS_WEIGHTS = {"linear": {"weight": "kernel"}, "conv2d": {"weight": "kernel"}, "embedding": {"weight": "embeddings"},
-                 "batchnorm": GAMMA_BETA, "layernorm": GAMMA_BETA}
-FILTER_NAMES = {
-    # MindSpore's Parameter.name
-    "decay-filter-sees-gamma-beta": ("{layer}.{name}", {"embedding": {"weight": "embedding_table"},
-                                                        "batchnorm": GAMMA_BETA, "layernorm": GAMMA_BETA}),
-    # Keras on TF, the TF variable's name for a layer built on its own: Keras 2 bare, Keras 3 in its layer's scope
-    "decay-filter-sees-weight-names-only": ("{name}:0", KERAS_WEIGHTS),
-    "decay-filter-sees-scoped-weight-names": ("{layer}/{name}:0", KERAS_WEIGHTS),
-    # flax nnx: the leaf's path in the model, joined by "/" as flax flattens a state
-    "decay-filter-sees-flax-paths": ("{layer}/{name}", {
-        "linear": {"weight": "kernel"}, "conv2d": {"weight": "kernel"}, "embedding": {"weight": "embedding"},
-        "layernorm": {"weight": "scale"}, "batchnorm": {"weight": "scale", "running_mean": "mean", "running_var": "var"}}),
-}
-# the filters that match a part as a regular expression (re.search), not as a substring
-REGEX_FILTERS = {"decay-filter-sees-weight-names-only", "decay-filter-sees-scoped-weight-names"}
-# decay-fun-sees-generated-names (Paddle AdamW): `<layer class in snake case>_<count>.<w_0 | b_0 | w_1 | w_2>`
-GENERATED_PREFIX = {"linear": "linear", "conv2d": "conv2d", "embedding": "embedding", "layernorm": "layer_norm"}
-GENERATED_SUFFIX = {"weight": "w_0", "bias": "b_0", "running_mean": "w_1", "running_var": "w_2"}
-
-
-# ---------------------------------------------------------------- data parallelism
-# How a replica-grads-* variant weighs each replica's mean-loss gradient: (its rows, the global batch, replicas).
-REPLICA_WEIGHTS = {"replica-grads-summed": lambda n, total, replicas: 1.0,
-                   "replica-grads-averaged": lambda n, total, replicas: 1.0 / replicas}
-
-
 # ---------------------------------------------------------------- scenario oracle
 PLAIN_CONTAINERS = ("plain_list", "plain_dict", "plain_tuple")
 
@@ -344,10 +276,8 @@ class ReferenceRunner(Runner):
 
     def __init__(self, run=None, variants=(), **axes):
         super().__init__(run, **axes)
-        unknown = set(variants) - set(VARIANTS)
-        if unknown:
-            raise ValueError(f"unknown variants: {', '.join(sorted(unknown))}")
         self.variants = frozenset(variants)
+        self.sem = semantics(variants)
 
     @staticmethod
     def version() -> str:
@@ -355,13 +285,13 @@ class ReferenceRunner(Runner):
 
     def build(self, model: Model, values):
         self.given_model = model
-        self.model, _ = resolve_defaults(model, Optimizer(name="sgd"), self.variants)
+        self.model, _ = resolve_defaults(model, Optimizer(name="sgd"), self.sem)
         self.values_ = {k: np.asarray(v, dtype=np.float64).copy() for k, v in values.items()}
         rng = np.random.default_rng(0)
         for name in self.values_:  # init: default: the constructor's draw replaces the case's values
             layer, role = name.split(".")
             if model.layers[layer].init == "default":
-                self.values_[name] = default_init(model.layers[layer], role, self.values_[name].shape, self.variants, rng)
+                self.values_[name] = default_init(model.layers[layer], role, self.values_[name].shape, self.sem, rng)
         # a bias its default left out: zero, never trained, in no parameter collection
         self.absent = {f"{name}.bias" for name, layer in self.model.layers.items()
                        if layer.bias is False and f"{name}.bias" in self.values_}
@@ -393,7 +323,7 @@ class ReferenceRunner(Runner):
         return f"{tie or layer}.{role}"
 
     def _registered(self, name: str) -> bool:
-        return not ("plain-containers-unregistered" in self.variants and name.split(".")[0] in self.unregistered)
+        return self.sem.plain_containers_registered or name.split(".")[0] not in self.unregistered
 
     def trainable(self):
         return {k: k not in self.frozen and k not in self.absent and k.split(".")[1] in ("weight", "bias")
@@ -401,7 +331,7 @@ class ReferenceRunner(Runner):
 
     def make_optimizer(self, optimizer: Optimizer):
         self.given_opt = optimizer
-        _, optimizer = resolve_defaults(self.given_model, optimizer, self.variants)
+        _, optimizer = resolve_defaults(self.given_model, optimizer, self.sem)
         self.opt = optimizer
         if optimizer.params == "default":
             self.opt_params = self._collection()
@@ -413,20 +343,18 @@ class ReferenceRunner(Runner):
         self.iterations = 0  # optimizer steps taken: the shared step counter of one variant
 
     def _collection(self) -> list[str]:
-        """The model's idiomatic parameter collection (params "default"); with frozen-still-trained,
-        default-collection-skips-frozen or trainable-collection-read-each-step it is the trainable
-        collection: what is frozen now is out."""
-        roles = ("weight", "bias", "running_mean", "running_var") if "bn-stats-in-parameters" in self.variants \
+        """The model's idiomatic parameter collection (params "default"); where it skips the frozen parameters,
+        it is the trainable collection: what is frozen now is out."""
+        roles = ("weight", "bias", "running_mean", "running_var") if self.sem.collection_holds_statistics \
             else ("weight", "bias")
         return [k for k in self.values_ if k.split(".")[1] in roles and self._registered(k) and k not in self.absent
-                and not (k in self.frozen and self.variants & {"frozen-still-trained", "default-collection-skips-frozen",
-                                                                "trainable-collection-read-each-step"})]
+                and not (k in self.frozen and self.sem.collection_skips_frozen)]
 
     def optimizer_params(self):
         return list(self.opt_params)
 
     def defaults(self):
-        model, opt = resolve_defaults(self.given_model, self.given_opt, self.variants)
+        model, opt = resolve_defaults(self.given_model, self.given_opt, self.sem)
         out = {}
         for name in defaults_of(self.given_model, self.given_opt):
             owner, field = name.split(".")
@@ -441,9 +369,9 @@ class ReferenceRunner(Runner):
 
     def _rate(self, layer: str) -> float:
         """The fraction of its inputs a dropout layer zeroes in train mode: its rate, or for a rate written
-        positionally where the first argument is the keep probability (dropout-positional-is-keep-prob), 1 - rate."""
+        positionally where the first argument is the keep probability, 1 - rate."""
         spec = self.model.layers[layer]
-        return 1 - spec.dropout if spec.positional and "dropout-positional-is-keep-prob" in self.variants \
+        return 1 - spec.dropout if spec.positional and self.sem.dropout_positional_keeps \
             else spec.dropout
 
     def set_trainable(self, names, trainable):
@@ -452,7 +380,7 @@ class ReferenceRunner(Runner):
             self.frozen = self.frozen - params if trainable else self.frozen | params
             if name in self.model.layers:
                 self.frozen_layers = self.frozen_layers - {name} if trainable else self.frozen_layers | {name}
-        if "trainable-collection-read-each-step" in self.variants and self.opt.params == "default":
+        if self.sem.collection_read_each_step and self.opt.params == "default":
             self.opt_params = self._collection()
 
     def set_lr(self, lr):
@@ -460,20 +388,17 @@ class ReferenceRunner(Runner):
 
     def _train_mode(self, layer: str, train: bool) -> bool:
         """The mode a layer runs in: the loop's, unless the mode switch cannot reach it."""
-        if "frozen-bn-runs-inference" in self.variants and layer in self.frozen_layers:
+        if self.sem.frozen_bn_inference and layer in self.frozen_layers:
             return False
-        if layer in self.unregistered:
-            if "plain-contained-layers-stay-train" in self.variants:
-                return True
-            if "plain-contained-layers-stay-eval" in self.variants:
-                return False
+        if layer in self.unregistered and self.sem.plain_contained_mode:
+            return self.sem.plain_contained_mode == "train"
         return train
 
     def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=(), loss_rows=None):
         """The path on the batch x; the loss (returned, and back-propagated when `backward`) is over all of it, or
         over `loss_rows` only: one replica's rows of a global batch that runs forward whole, as under a synchronised
         BatchNorm, whose statistics are every replica's."""
-        if backward and "compiled-grad-keeps-first-mode" in self.variants:
+        if backward and self.sem.compiled_grad_keeps_first_mode:
             train = self.compiled_modes.setdefault(tuple(path), train)
         tape, y = [], np.asarray(x, dtype=np.float64)
         for layer in path:
@@ -501,7 +426,7 @@ class ReferenceRunner(Runner):
                 tape.append((layer, "embedding", y.astype(np.int64)))
                 rows = y.astype(np.int64)
                 y = self.values_[self._param(layer, "weight")][rows]
-                if "padding-row-looks-up-zeros" in self.variants and spec.padding_idx is not None:
+                if self.sem.padding_row_looks_up_zeros and spec.padding_idx is not None:
                     y = np.where((rows == spec.padding_idx)[:, None], 0.0, y)
             elif spec.layernorm:
                 y, saved = layernorm(y, self.values_[self._param(layer, "weight")],
@@ -517,7 +442,7 @@ class ReferenceRunner(Runner):
                     mean, var = samples.mean(0), samples.var(0)
                     self.values_[rm], self.values_[rv] = batchnorm_running(
                         self.values_[rm], self.values_[rv], samples, spec.momentum,
-                        biased="bn-running-var-biased" in self.variants)
+                        biased=self.sem.running_var_biased)
                 else:
                     mean, var = self.values_[rm], self.values_[rv]
                 inv_std = (1.0 / np.sqrt(var + spec.eps)).reshape(channel)
@@ -532,9 +457,9 @@ class ReferenceRunner(Runner):
         if loss is not None:
             try:
                 value, d_scores = cross_entropy(y, np.asarray(target, dtype=np.int64),
-                                                resolve_loss(loss, self.variants), self.variants)
+                                                resolve_loss(loss, self.sem), self.sem)
             except IndexError:
-                if "compiled-step-decays-before-raising" in self.variants:
+                if self.sem.raising_step_decays:
                     self._decay_alone()
                 raise
         else:
@@ -542,7 +467,7 @@ class ReferenceRunner(Runner):
             value = float(np.mean(diff * diff))
             # a per-sample loss back-propagated as it is: the gradient of its sum (ones for each sample)
             d_scores = 2.0 * diff / (diff.size if reduce else diff.size // len(diff))
-        if backward and not reduce and "nonscalar-backward-sums" not in self.variants:
+        if backward and not reduce and not self.sem.nonscalar_backward_sums:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
         if loss_rows is not None:  # the other rows' scores get no gradient from this loss
             spread = np.zeros_like(scores)
@@ -550,10 +475,10 @@ class ReferenceRunner(Runner):
             d_scores = spread
         first_call = tuple(path) not in self.compiled_paths
         self._path_frozen = self.compiled_frozen.setdefault(tuple(path), set(self.frozen)) \
-            if "compiled-keeps-first-frozen" in self.variants else set()
+            if self.sem.compiled_keeps_first_frozen else set()
         self.compiled_paths.add(tuple(path))
         # a path's first compiled call overwrites: each parameter's first contribution replaces its gradient
-        self._set_once = set() if first_call and "compiled-first-call-sets-grads" in self.variants else None
+        self._set_once = set() if first_call and self.sem.compiled_first_call_sets_grads else None
         if backward:
             self._backward(tape, d_scores * self._grad_scale)
             for layer in touch:  # loss + 0 * p.sum(): a zero gradient, added as any other
@@ -579,7 +504,7 @@ class ReferenceRunner(Runner):
         parameter without a gradient is never combined (the engine's gradient bucket holding that parameter, which
         for the spec's tiny models holds them all, is never reduced), so each replica keeps its own rows' gradient
         and the replicas drift apart; every later step raises."""
-        refusing = "unused-params-refused" in self.variants and not self.data_parallel.find_unused
+        refusing = self.sem.unused_params_refused and not self.data_parallel.find_unused
         if refusing and self.unreduced:
             raise RuntimeError(f"a data-parallel step after one in which {sorted(self.unreduced)[0]} got no gradient "
                                "(an engine not told that parameters may go unused refuses it)")
@@ -603,15 +528,15 @@ class ReferenceRunner(Runner):
         normalises with its own rows' statistics, the gradients weighed as one device's. replica-stats-read-averaged:
         each replica keeps its own running statistics, and what is read is their mean. A synchronised BatchNorm
         (layer `synchronized`) normalises every replica with the global batch's statistics under any of them."""
-        combine = next((REPLICA_WEIGHTS[v] for v in sorted(self.variants) if v in REPLICA_WEIGHTS), None)
-        own_rows = "replica-stats-own-rows" in self.variants
+        combine = self.sem.replica_weight
+        own_rows = self.sem.replica_stats_own_rows
         synchronized = any(self.model.spec(n).synchronized for path, _ in shards for n in path)
         if combine is None and not own_rows and len({tuple(path) for path, _ in shards}) == 1:
             return self.forward(shards[0][0], x, target, train, backward, loss=loss, touch=touch)
         total, value = len(x), 0.0
         weights = replica_loss_weights([len(rows) for _, rows in shards], loss)
         statistics = [n for n in self.values_ if n.split(".")[1] in ("running_mean", "running_var")]
-        apart = backward and "replica-clip-before-combining" in self.variants and (
+        apart = backward and self.sem.replica_clip_before_combining and (
             self.opt.clip_global_norm is not None or self.opt.clip_norm is not None)
         if self.own_statistics:  # replica 0's own, under what was read
             self.values_.update(self.own_statistics)
@@ -649,7 +574,7 @@ class ReferenceRunner(Runner):
         finally:
             self._replica_start = None
         self._clipped_apart = apart
-        if "replica-stats-read-averaged" in self.variants and statistics:
+        if self.sem.replica_stats_read_averaged and statistics:
             self.own_statistics = {n: self.values_[n].copy() for n in statistics}
             for n in statistics:
                 self.values_[n] = np.mean([self.own_statistics[n]] + [s[n] for s in self.replica_statistics.values()],
@@ -667,26 +592,24 @@ class ReferenceRunner(Runner):
         bn-one-value-skipped is passed through (True); bn-one-value-normalised runs it (False)."""
         if not (self._train_mode(layer, train) and y.size // y.shape[1] == 1):
             return False
-        if "bn-one-value-skipped" in self.variants:
-            return True
-        if "bn-one-value-normalised" in self.variants:
-            return False
+        if self.sem.bn_one_value != "raise":
+            return self.sem.bn_one_value == "skip"
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {y.shape}")
 
     def _fill_missing_grads(self):
         """Variants whose backward hands the optimizer a gradient for every parameter it holds."""
-        if "functional-zero-filled-grads" in self.variants:
+        if self.sem.every_optimizer_param_gets_grad:
             for name in self.grads_:
                 if name not in self.opt_params:
                     self.grads_[name] = None
-        if "functional-zero-filled-grads" in self.variants or (
-                "zeros-clear-fills-never-used" in self.variants and self.clear_mode == "zeros"):
+        if self.sem.every_optimizer_param_gets_grad or (
+                self.sem.zeros_clear_reaches_never_used and self.clear_mode == "zeros"):
             for name in self.opt_params:
                 if self.grads_[name] is None:
                     self.grads_[name] = np.zeros_like(self.values_[name])
 
     def _accumulate(self, name, g):
-        if name in self.frozen and not ("frozen-still-trained" in self.variants and name in self.opt_params):
+        if name in self.frozen and not (self.sem.frozen_grad_in_optimizer and name in self.opt_params):
             return
         if name in self._path_frozen:  # compiled-keeps-first-frozen: unfrozen since the path's first call
             return
@@ -723,10 +646,10 @@ class ReferenceRunner(Runner):
                 g = np.zeros_like(self.values_[w])
                 np.add.at(g, saved, dy)
                 padding = self.model.layers[self.model.layers[layer].tie or layer].padding_idx
-                if padding is not None and "padding-row-gets-gradient" not in self.variants:
+                if padding is not None and not self.sem.padding_row_gets_gradient:
                     g[padding] = 0.0
                 self._accumulate(w, g)
-                if "adam-squares-each-lookup" in self.variants and self.grads_[w] is not None:
+                if self.sem.adam_squares_each_lookup and self.grads_[w] is not None:
                     squares = np.zeros_like(g)  # each lookup's slice squared, then summed per row
                     np.add.at(squares, saved, dy * dy)
                     if padding is not None:
@@ -750,10 +673,10 @@ class ReferenceRunner(Runner):
                 self._accumulate(self._param(layer, "weight"), (dy * xhat).sum(params))
                 self._accumulate(self._param(layer, "bias"), dy.sum(params))
                 dxhat = dy * gamma
-                if kind == "layernorm" and "frozen-layernorm-grad-ignores-weight" in self.variants \
+                if kind == "layernorm" and self.sem.frozen_layernorm_grad_ignores_weight \
                         and self._param(layer, "weight") in self.frozen:
                     dxhat = dy
-                if kind == "bn_eval" and "bn-stats-differentiated" in self.variants:
+                if kind == "bn_eval" and self.sem.statistics_differentiated:
                     # the statistics the optimizer holds get the gradient through the normalisation
                     for role, g in (("running_mean", -(dxhat * inv_std).sum(stats)),
                                     ("running_var", -0.5 * (dxhat * xhat * inv_std ** 2).sum(stats))):
@@ -769,55 +692,43 @@ class ReferenceRunner(Runner):
     emulates_replicas = True  # runs every replica of a data-parallel step itself (forward_replicas)
 
     def clear_grads(self, mode: ClearMode):
-        if mode == "default" and "clear-default-zero-fills" in self.variants:
+        if mode == "default" and self.sem.default_clear == "zeros":
             mode = "zeros"
         self.clear_mode = mode
         self.lookup_squares = {}
         for name, g in self.grads_.items():
-            if "clear-skips-frozen" in self.variants and name in self.frozen:
+            if self.sem.clear_skips_frozen and name in self.frozen:
                 continue
             self.grads_[name] = np.zeros_like(g) if (mode == "zeros" and g is not None) else None
 
     def _decay(self, name: str) -> tuple[float, float]:
         """(coupled L2 coefficient added to the gradient, decoupled coefficient) for one parameter."""
-        opt, v = self.opt, self.variants
+        opt, sem = self.opt, self.sem
         if name in opt.no_decay or self._excluded_by_name(name):
             return 0.0, 0.0
-        decoupled = opt.name == "adamw" or "decoupled-decay-all-optimizers" in v
+        decoupled = opt.name == "adamw" or sem.decoupled_decay_everywhere
         wd = opt.weight_decay
         grouped = opt.regularizers or opt.no_decay or opt.no_decay_names  # MindSpore: parameter groups
-        if "no-decay-for-beta-gamma" in v and not grouped and self._is_norm_affine(name):
+        if sem.no_decay_for_norm_affine and not grouped and self._is_norm_affine(name):
             wd = 0.0
         if name not in opt.regularizers:
             return (0.0, wd) if decoupled else (wd, 0.0)
         own = opt.regularizers[name]
-        if decoupled and "regularizer-adds-to-decoupled-decay" in v:
+        if decoupled and sem.regularizer_adds_to_decoupled:
             return own, wd
         return (0.0, own) if decoupled else (own, 0.0)
 
     def _excluded_by_name(self, name: str) -> bool:
         """Whether a part of `no_decay_names` matches the name the framework's filter sees."""
-        seen, regex = self._filter_name(name), self.variants & REGEX_FILTERS
+        seen, regex = self._filter_name(name), self.sem.decay_filter_regex
         return any(re.search(part, seen) if regex else part in seen for part in self.opt.no_decay_names)
 
     def _filter_name(self, name: str) -> str:
         """The name a weight-decay name filter sees for a parameter: `layer.role` as torch's
-        named_parameters() gives it for a model's attribute, or the framework's own (FILTER_NAMES)."""
-        layer, role = name.split(".")
-        if "decay-fun-sees-generated-names" in self.variants and self.opt.name == "adamw":
-            prefix = self._generated_prefix(layer)  # counted per prefix in the order the layers are built
-            count = [n for n in self.model.layers if self._generated_prefix(n) == prefix].index(layer)
-            return f"{prefix}_{count}.{GENERATED_SUFFIX[role]}"
-        for variant in sorted(self.variants & FILTER_NAMES.keys()):
-            form, roles = FILTER_NAMES[variant]
-            return form.format(layer=layer, name=roles.get(self.model.layers[layer].kind, {}).get(role, role))
-        return name
-
-    def _generated_prefix(self, layer: str) -> str | None:
-        spec = self.model.layers[layer]
-        if spec.batchnorm:
-            return "batch_norm2d" if layer in layer_kinds.image_batchnorms(self.model) else "batch_norm1d"
-        return GENERATED_PREFIX.get(spec.kind)
+        named_parameters() gives it for a model's attribute, or the framework's own (Semantics.decay_filter_name)."""
+        if self.sem.decay_filter_name is None:
+            return name
+        return self.sem.decay_filter_name(self.model, self.opt, *name.split("."))
 
     def _is_norm_affine(self, name: str) -> bool:
         """BatchNorm's or LayerNorm's weight or bias (gamma, beta)."""
@@ -845,9 +756,9 @@ class ReferenceRunner(Runner):
         return scale
 
     def update(self):
-        opt, v = self.opt, self.variants
+        opt, sem = self.opt, self.sem
         live = [n for n in self.opt_params if self.grads_[n] is not None
-                and not ("step-skips-frozen" in self.variants and n in self.frozen)]
+                and not (sem.step_skips_frozen and n in self.frozen)]
         # replica-clip-before-combining: each replica's gradient was clipped before the replicas' were combined
         scale = dict.fromkeys(live, 1.0) if self._clipped_apart else self._clip_scales(self.grads_, live)
         self._clipped_apart = False
@@ -863,20 +774,20 @@ class ReferenceRunner(Runner):
             st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
             if opt.name == "sgd":
                 p = sgd(p, g, opt.lr)
-            elif opt.name == "momentum" and "momentum-velocity-scaled-by-lr" in v:
+            elif opt.name == "momentum" and sem.momentum_velocity_scaled_by_lr:
                 st["buf"] = -opt.lr * g if st["buf"] is None else opt.momentum * st["buf"] - opt.lr * g
                 p = p + st["buf"]
             elif opt.name == "momentum":
                 p, st["buf"] = momentum(p, g, st["buf"], opt.lr, opt.momentum)
             else:
                 st["t"] += 1
-                t = self.iterations if "adam-shared-step-counter" in v else st["t"]
+                t = self.iterations if sem.adam_shared_step_counter else st["t"]
                 # adam-squares-each-lookup (a sparse gradient: no coupled L2 joins it)
                 squares = self.lookup_squares.get(name) if not coupled else None
                 p, st["m"], st["v"] = adam(
                     p, g, st["m"], st["v"], t, opt.lr, *opt.betas, opt.eps,
-                    epsilon_hat="adam-epsilon-hat" in v,
-                    bias_correction=not (opt.name == "adamw" and "adamw-no-bias-correction" in v),
+                    epsilon_hat=sem.adam_epsilon_hat,
+                    bias_correction=opt.name != "adamw" or sem.adamw_bias_correction,
                     g2=None if squares is None else squares * scale[name] ** 2)
             self.values_[name] = p
 

@@ -130,7 +130,7 @@ def _scope(entry) -> str:
 def variants_md() -> str:
     known = {framework: {v.variant: v for v in load_known(framework)} for framework in ROOMS}
     digest = hashlib.sha256("".join((RUNNERS_DIR / f / "known.yaml").read_text() for f in ROOMS).encode()).hexdigest()[:16]
-    out = [_stamp(f"conformance/oracle/variants.py and the rooms' known.yaml (hash {digest})"),
+    out = [_stamp(f"conformance/oracle/variants/ and the rooms' known.yaml (hash {digest})"),
            "# Variants of the reference semantics\n\n",
            "A variant is a documented way a framework differs from the reference semantics, executed by the "
            "oracle. A divergence is documented when the oracle, run with the framework's variants, reproduces "

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from conformance.oracle import reference as ref
+from conformance.oracle.variants import semantics
 from conformance.spec import Model, param_names
 
 
@@ -195,7 +196,7 @@ def test_a_default_draw_is_told_apart_from_another_scale_but_not_from_itself(see
     from conformance.engine.verdict import _same_draw
     layer = Model.model_validate({"layers": {"a": {"linear": [256, 64], "init": "default"}}}).layers["a"]
     draw = lambda variants, s, role="weight": ref.default_init(  # noqa: E731
-        layer, role, (256, 64) if role == "weight" else (64,), variants, np.random.default_rng(s))
+        layer, role, (256, 64) if role == "weight" else (64,), semantics(variants), np.random.default_rng(s))
     assert _same_draw(draw((), seed), draw((), seed + 100))[0]
     assert _same_draw(draw(("linear-conv-init-lecun-normal",), seed), draw(("linear-conv-init-lecun-normal",), seed + 7))[0]
     assert not _same_draw(draw(("linear-init-xavier-uniform",), seed), draw((), seed + 100))[0]
@@ -261,7 +262,7 @@ def test_scores_read_as_probabilities_are_clipped_and_renormalised():
     """ce-default-takes-probabilities: -log(c_y / sum c), c the scores clipped to [1e-7, 1 - 1e-7]; no gradient
     reaches a clipped score."""
     from conformance.spec import CrossEntropy
-    loss = ref.resolve_loss(CrossEntropy(from_logits="default"), ["ce-default-takes-probabilities"])
+    loss = ref.resolve_loss(CrossEntropy(from_logits="default"), semantics(["ce-default-takes-probabilities"]))
     assert loss.from_logits is False
     z, labels = np.array([[0.2, 0.6, -1.0]]), np.array([1])
     value, grad = ref.cross_entropy(z, labels, loss)
@@ -321,8 +322,8 @@ def test_the_ce_variants_change_what_a_mean_divides_by(variants, settings, count
     labels = np.array([ignored, 1, 2, 1])
     loss = ref.resolve_loss(CrossEntropy(**settings))
     summed = ref.resolve_loss(CrossEntropy(**settings, reduction="sum"))
-    total, _ = ref.cross_entropy(z, labels, summed, variants)  # the sum over the samples each variant keeps
-    value, _ = ref.cross_entropy(z, labels, loss, variants)
+    total, _ = ref.cross_entropy(z, labels, summed, semantics(variants))  # the sum over the samples each keeps
+    value, _ = ref.cross_entropy(z, labels, loss, semantics(variants))
     assert np.isclose(value, total / count)
 
 
@@ -330,8 +331,8 @@ def test_an_all_ignored_batch_under_the_zero_and_nan_variants():
     from conformance.spec import CrossEntropy
     z, labels = np.ones((2, 3)), np.zeros(2, dtype=int)
     loss = ref.resolve_loss(CrossEntropy(ignore_index=0))
-    assert ref.cross_entropy(z, labels, loss, ["ce-all-ignored-mean-zero"])[0] == 0.0
-    value, grad = ref.cross_entropy(z, labels, loss, ["ce-all-ignored-nan-grad"])
+    assert ref.cross_entropy(z, labels, loss, semantics(["ce-all-ignored-mean-zero"]))[0] == 0.0
+    value, grad = ref.cross_entropy(z, labels, loss, semantics(["ce-all-ignored-nan-grad"]))
     assert np.isnan(value) and np.isnan(grad).all()
 
 
