@@ -23,9 +23,12 @@ from collections import Counter
 from pathlib import Path
 
 from . import results
-from .engine.judge import DEFAULT_TIMEOUT, explain, one_line
+from .engine.judge import DEFAULT_TIMEOUT, explain
 from .engine.ranks import Nodes, remove_logs
-from .engine.worker import TAG, Worker, WorkerFailed, end_strays, run_isolated, tag_run
+from .engine.worker import Worker, WorkerFailed, run_isolated
+from .kernel import files
+from .kernel.lines import one_line, say
+from .kernel.processes import TAG, end_strays, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run, takes
 from .runners import FRAMEWORKS, ROOMS, FrameworkMissing, Unavailable, Unsupported, adapter_path, offers
@@ -48,25 +51,6 @@ class Interrupted(BaseException):
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.status = 128 + signum
-
-
-def _printable(line: str) -> str:
-    """A line as the terminal shows it safely: control characters (escape sequences, carriage
-    returns, a line break inside a reason or a name) and what cannot be encoded appear escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line).encode(
-        "utf-8", "backslashreplace").decode("utf-8")
-
-
-def _say(text: str, stream=None) -> None:
-    """Print; a reader that went away (`run ... | head`) must not stop the run. Each line of `text`
-    is shown printable: adapter messages, reasons, ids and titles come from outside."""
-    stream = stream or sys.stdout
-    try:
-        print("\n".join(_printable(line) for line in str(text).split("\n")), file=stream, flush=True)
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)  # later lines and the exit's flush go nowhere
-        os.dup2(devnull, stream.fileno())
-        os.close(devnull)
 
 
 def _timeout(text: str) -> float:
@@ -137,11 +121,11 @@ def cmd_list(args) -> int:
     shown = set()
     for inst in instances:
         if args.instances:
-            _say(f"{inst.id:60} {inst.topic:16} {inst.case.title}")
+            say(f"{inst.id:60} {inst.topic:16} {inst.case.title}")
         elif inst.case.id not in shown:
             shown.add(inst.case.id)
-            _say(f"{inst.case.id:42} {inst.topic:16} {by_case[inst.case.id]:3}x  {inst.case.title}")
-    _say(f"{len(by_case)} cases, {len(instances)} instances", sys.stderr)
+            say(f"{inst.case.id:42} {inst.topic:16} {by_case[inst.case.id]:3}x  {inst.case.title}")
+    say(f"{len(by_case)} cases, {len(instances)} instances", sys.stderr)
     return 0
 
 
@@ -156,7 +140,7 @@ def cmd_report(args) -> int:
         out = build(args.results, Path(args.out), args.spec, args.bench)
     except OutputError as exc:
         raise UsageError(f"report --out {args.out}: {exc}") from None
-    _say(f"report: {out} and {out.parent / 'summary.csv'}")
+    say(f"report: {out} and {out.parent / 'summary.csv'}")
     if missing:  # the other folders' runs are on the page; the command still fails
         raise UsageError(f"report --results {missing[0]}: no such folder (the page shows the other folders)")
     return 0
@@ -176,7 +160,7 @@ def cmd_publish(args) -> int:
         index = publish(folders, Path(args.out), args.spec, args.history, args.asv, args.confirm)
     except OutputError as exc:
         raise UsageError(f"publish --out {args.out}: {exc}") from None
-    _say(f"publish: {index} (serve it with `python -m http.server -d {args.out}`, or open it as a file)")
+    say(f"publish: {index} (serve it with `python -m http.server -d {args.out}`, or open it as a file)")
     if missing:
         raise UsageError(f"publish --results {missing[0]}: no such folder (the site shows the other folders)")
     return 0
@@ -189,8 +173,8 @@ def cmd_confirm(args) -> int:
         version = load_adapter(adapter_path(args.framework), args.framework).version()
     except FrameworkMissing as exc:
         raise UsageError(str(exc)) from None
-    path = confirm(args.framework, version, args.out, say=_say)
-    _say(f"confirm: {path}")
+    path = confirm(args.framework, version, args.out, say=say)
+    say(f"confirm: {path}")
     if failed(path):
         raise UsageError(f"confirm: {', '.join(failed(path))} did not confirm on {args.framework} {version} "
                          f"(their output is in {path})")
@@ -223,10 +207,10 @@ def cmd_docs(args) -> int:
     if args.check:
         stale = docs.stale(args.out)
         for name in stale:
-            _say(f"{args.out / name}: differs from what `python -m conformance docs` writes", sys.stderr)
+            say(f"{args.out / name}: differs from what `python -m conformance docs` writes", sys.stderr)
         return 1 if stale else 0
     for path in docs.write(args.out):
-        _say(f"wrote {path}")
+        say(f"wrote {path}")
     return 0
 
 
@@ -243,25 +227,25 @@ def cmd_repro(args) -> int:
     adapter = load_adapter(_adapter(args), args.framework)
     runner = adapter(_requested(args))
     run = runner.run.replace(version=adapter.version())
-    _say(f"{instance.id} on {run.describe()}")
-    _say(f"  {instance.case.title}  [{instance.source}]")
+    say(f"{instance.id} on {run.describe()}")
+    say(f"  {instance.case.title}  [{instance.source}]")
     try:
         observed = observe(runner, instance.case)
     except Unsupported as exc:
-        _say(f"unsupported: {exc}")
+        say(f"unsupported: {exc}")
         return 0
     except Exception as exc:  # the framework's (or the adapter's) failure is what repro shows
-        _say(f"error: {one_line(exc)}", sys.stderr)
+        say(f"error: {one_line(exc)}", sys.stderr)
         return 1
     reference = observe(ReferenceRunner(), instance.case)
-    _say(trace(instance, observed, reference))
+    say(trace(instance, observed, reference))
     variants = profile(load_known(args.framework, args.known), run)
     needed, miss = explain(instance, observed, reference, variants)
     names = ", ".join(v.variant for v in variants) or "none"
     if miss:
-        _say(f"profile ({names}) does not reproduce it: {miss}")
+        say(f"profile ({names}) does not reproduce it: {miss}")
     else:
-        _say(f"profile ({names}) reproduces every check; needed: {', '.join(v.variant for v in needed) or 'none'}")
+        say(f"profile ({names}) reproduces every check; needed: {', '.join(v.variant for v in needed) or 'none'}")
     return 0
 
 
@@ -318,7 +302,7 @@ def cmd_run(args) -> int:
         # the run's own cases: a data-parallel case runs only in the runs of its replicas, and the others in none
         ours = [i for i in selected if takes(run, i.case)]
         if selected and not ours and getattr(args, "within_every_run", False):
-            _say(f"{run.describe()}: none of the instances asked for runs in it")
+            say(f"{run.describe()}: none of the instances asked for runs in it")
             return 0
         if selected and not ours:
             raise UsageError(f"none of the {len(selected)} instances asked for runs with --replicas {run.replicas}: "
@@ -328,8 +312,8 @@ def cmd_run(args) -> int:
         # one file per run, named by its axes: another version, device, mode or api never overwrites it
         out = chosen or _out_file(str(results.RESULTS_DIR / f"{run.name}.json"))
         try:
-            lock = results.lock(out)
-        except results.Busy as exc:
+            lock = files.lock(out)
+        except files.Busy as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
@@ -339,7 +323,7 @@ def cmd_run(args) -> int:
             return _run(args, out, workers, new_worker, spec, selected, profile(known, run), run,
                         disarm=armed.clear)
         finally:
-            results.unlock(out, lock)
+            files.unlock(out, lock)
     finally:
         for worker in workers:
             worker.close()
@@ -375,20 +359,20 @@ def _every_run(args) -> int:
     runs = offers(args.framework).every_run(args.framework, args.device)
     status = 0
     for n, run in enumerate(runs, 1):
-        _say(f"== run {n} of {len(runs)}: {args.framework} {run.execution}")
+        say(f"== run {n} of {len(runs)}: {args.framework} {run.execution}")
         axes = {axis.name: getattr(run, axis.name) or None for axis in AXES if axis.option and axis.name != "device"}
         one = argparse.Namespace(**{**vars(args), "every_run": False, "within_every_run": True, **axes,
                                     "nodes": args.nodes if run.replicas != "1" else 1})
         try:
             code = cmd_run(one)
         except (SpecError, UsageError) as exc:
-            _say(f"error: {exc}", sys.stderr)
+            say(f"error: {exc}", sys.stderr)
             code = 2
         except (FrameworkMissing, Unavailable) as exc:
-            _say(f"error: {exc}", sys.stderr)
+            say(f"error: {exc}", sys.stderr)
             code = 3
         except WorkerFailed as exc:
-            _say(f"error: {exc}", sys.stderr)
+            say(f"error: {exc}", sys.stderr)
             code = 4
         if code in (130, 143, 129):
             return code
@@ -422,7 +406,7 @@ def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Ru
     except OSError as exc:
         raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
     target = len(doc.cases) + len(todo)  # what the file holds once this run is done
-    _say(f"{run.describe()}: {len(todo)} instances to run"
+    say(f"{run.describe()}: {len(todo)} instances to run"
          + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
     start, width = time.perf_counter(), len(str(len(todo)))
     ran, saved_at, in_file = 0, time.monotonic(), len(doc.cases)
@@ -438,7 +422,7 @@ def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Ru
         try:
             results.write(doc, out)
         except OSError as exc:
-            _say(f"error: cannot save results to {out}: {exc.strerror or exc}; it keeps the last version "
+            say(f"error: cannot save results to {out}: {exc.strerror or exc}; it keeps the last version "
                  f"saved, without {len(doc.cases) - in_file} finished cases"
                  + ("" if final else f" (trying again in {SAVE_EVERY:g} s)"), sys.stderr)
             return False
@@ -452,7 +436,7 @@ def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Ru
         tag = record.verdict + (" (documented)" if record.documented else
                                 " (explained)" if record.explained_by else "")
         line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
-        _say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
+        say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
         save_if_due()
 
     def save_if_due():
@@ -477,17 +461,17 @@ def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Ru
     recorded = {c.id for c in doc.cases}
     saved = save(complete=stopped is None and all(i in recorded for i in asked), final=True)
     if isinstance(stopped, WorkerFailed):
-        _say(f"error: {stopped}", sys.stderr)
+        say(f"error: {stopped}", sys.stderr)
         return 4 if saved else NOT_SAVED
     if not saved:
         return NOT_SAVED
     if stopped:
-        _say(f"interrupted: {len(doc.cases)} of {target} cases written to {out} "
+        say(f"interrupted: {len(doc.cases)} of {target} cases written to {out} "
              f"(incomplete; stopped by {stopped})", sys.stderr)
         return stopped.status
     summary = doc.summary
     counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
-    _say(f"{run.framework} {run.execution}: {counts} ({summary['documented']} documented, "
+    say(f"{run.framework} {run.execution}: {counts} ({summary['documented']} documented, "
          f"{summary['explained']} explained but undocumented divergences); "
          f"{time.perf_counter() - start:.1f} s; results in {out}")
     return 0
@@ -495,7 +479,7 @@ def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Ru
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not argparse's usage block
-        _say(f"error: {message} (see `{self.prog} --help`)", sys.stderr)
+        say(f"error: {message} (see `{self.prog} --help`)", sys.stderr)
         sys.exit(2)
 
 
@@ -580,16 +564,16 @@ def main(argv=None) -> int:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report,
                 "publish": cmd_publish, "confirm": cmd_confirm, "docs": cmd_docs, "audit": cmd_audit}[args.command](args)
     except (SpecError, UsageError) as exc:
-        _say(f"error: {exc}", sys.stderr)
+        say(f"error: {exc}", sys.stderr)
         return 2
     except (FrameworkMissing, Unavailable) as exc:
-        _say(f"error: {exc}", sys.stderr)
+        say(f"error: {exc}", sys.stderr)
         return 3
     except WorkerFailed as exc:
-        _say(f"error: {exc}", sys.stderr)
+        say(f"error: {exc}", sys.stderr)
         return 4
     except (KeyboardInterrupt, Interrupted) as exc:  # before any case ran: nothing to write
-        _say("error: interrupted", sys.stderr)
+        say("error: interrupted", sys.stderr)
         return exc.status if isinstance(exc, Interrupted) else 130
 
 
