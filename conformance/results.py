@@ -173,7 +173,7 @@ def environment(run: Run, spec_dir, started: str, accelerator: str = "", package
 
 
 def write(results: BaseModel, path: Path) -> None:
-    """Write a results file (or another record of the suite) whole or not at all (kernel.files)."""
+    """Write a results file (or another record of the suite) whole or not at all, its folder made first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, results.model_dump_json(indent=1), sync=True)
