@@ -7,66 +7,30 @@ the framework, device, mode, api or backend is not available here; 4 when the fr
 marked incomplete); 5, whatever else happened, when the results could not be saved at the end
 (the file keeps the last version that was saved). `repro` exits 1 when the framework raised (the
 one-line error is what it shows); `docs --check` exits 1 when a generated page differs. `audit` has its own statuses (auditor/cli.py).
+
+This module reads the command line; a run's lock, resume, saves and stop signals are session.py's.
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import math
-import os
-import signal
 import socket
-import stat
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
-from . import results
-from .engine.judge import DEFAULT_TIMEOUT, explain, one_line
-from .engine.ranks import Nodes, remove_logs
-from .engine.worker import TAG, Worker, WorkerFailed, end_strays, run_isolated, tag_run
+from . import results, session
+from .engine.judge import DEFAULT_TIMEOUT, explain
+from .engine.ranks import Nodes
+from .engine.worker import WorkerFailed
+from .kernel.lines import one_line, say
 from .oracle.known import RUNNERS_DIR, load_known, profile
-from .run import AXES, Run, takes
+from .run import AXES, Run
 from .runners import FRAMEWORKS, ROOMS, FrameworkMissing, Unavailable, Unsupported, adapter_path, offers
+from .session import Interrupted, UsageError
 from .spec import SPEC_DIR, SpecError, load_spec
 
-SAVE_EVERY = 5.0  # seconds between saves of a run in progress
 MAX_TIMEOUT = 3600.0  # seconds; --timeout beyond this is a typo, not a plan
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-NOT_SAVED = 5  # exit status: the results could not be saved
-
-
-class UsageError(Exception):
-    """Bad command-line input; the message is one line."""
-
-
-class Interrupted(BaseException):
-    """A stop signal arrived. Not an Exception, like KeyboardInterrupt: no `except Exception` (the
-    oracle's, an adapter's) may take it for the failure of the case in flight."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.status = 128 + signum
-
-
-def _printable(line: str) -> str:
-    """A line as the terminal shows it safely: control characters (escape sequences, carriage
-    returns, a line break inside a reason or a name) and what cannot be encoded appear escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line).encode(
-        "utf-8", "backslashreplace").decode("utf-8")
-
-
-def _say(text: str, stream=None) -> None:
-    """Print; a reader that went away (`run ... | head`) must not stop the run. Each line of `text`
-    is shown printable: adapter messages, reasons, ids and titles come from outside."""
-    stream = stream or sys.stdout
-    try:
-        print("\n".join(_printable(line) for line in str(text).split("\n")), file=stream, flush=True)
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)  # later lines and the exit's flush go nowhere
-        os.dup2(devnull, stream.fileno())
-        os.close(devnull)
 
 
 def _timeout(text: str) -> float:
@@ -83,28 +47,6 @@ def _count(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 64:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 64, got {text!r}")
     return int(text)
-
-
-KINDS = {"d": "directory", "l": "symbolic link", "p": "FIFO", "c": "character device", "b": "block device",
-         "s": "socket"}
-
-
-def _out_file(text: str) -> Path:
-    """run's results file: a regular file or a new path; never a link, FIFO or device, which the
-    rename would replace."""
-    if text == "":
-        raise UsageError("--out: empty path")
-    out = Path(text)
-    try:
-        mode = os.lstat(out).st_mode
-    except FileNotFoundError:
-        return out
-    except OSError as exc:
-        raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-    if not stat.S_ISREG(mode):
-        raise UsageError(f"--out {out} is a {KINDS.get(stat.filemode(mode)[0], 'special file')}; "
-                         "give a regular file or a new path")
-    return out
 
 
 def _adapter(args) -> str:
@@ -137,11 +79,11 @@ def cmd_list(args) -> int:
     shown = set()
     for inst in instances:
         if args.instances:
-            _say(f"{inst.id:60} {inst.topic:16} {inst.case.title}")
+            say(f"{inst.id:60} {inst.topic:16} {inst.case.title}")
         elif inst.case.id not in shown:
             shown.add(inst.case.id)
-            _say(f"{inst.case.id:42} {inst.topic:16} {by_case[inst.case.id]:3}x  {inst.case.title}")
-    _say(f"{len(by_case)} cases, {len(instances)} instances", sys.stderr)
+            say(f"{inst.case.id:42} {inst.topic:16} {by_case[inst.case.id]:3}x  {inst.case.title}")
+    say(f"{len(by_case)} cases, {len(instances)} instances", sys.stderr)
     return 0
 
 
@@ -156,7 +98,7 @@ def cmd_report(args) -> int:
         out = build(args.results, Path(args.out), args.spec, args.bench)
     except OutputError as exc:
         raise UsageError(f"report --out {args.out}: {exc}") from None
-    _say(f"report: {out} and {out.parent / 'summary.csv'}")
+    say(f"report: {out} and {out.parent / 'summary.csv'}")
     if missing:  # the other folders' runs are on the page; the command still fails
         raise UsageError(f"report --results {missing[0]}: no such folder (the page shows the other folders)")
     return 0
@@ -176,7 +118,7 @@ def cmd_publish(args) -> int:
         index = publish(folders, Path(args.out), args.spec, args.history, args.asv, args.confirm)
     except OutputError as exc:
         raise UsageError(f"publish --out {args.out}: {exc}") from None
-    _say(f"publish: {index} (serve it with `python -m http.server -d {args.out}`, or open it as a file)")
+    say(f"publish: {index} (serve it with `python -m http.server -d {args.out}`, or open it as a file)")
     if missing:
         raise UsageError(f"publish --results {missing[0]}: no such folder (the site shows the other folders)")
     return 0
@@ -189,8 +131,8 @@ def cmd_confirm(args) -> int:
         version = load_adapter(adapter_path(args.framework), args.framework).version()
     except FrameworkMissing as exc:
         raise UsageError(str(exc)) from None
-    path = confirm(args.framework, version, args.out, say=_say)
-    _say(f"confirm: {path}")
+    path = confirm(args.framework, version, args.out, say=say)
+    say(f"confirm: {path}")
     if failed(path):
         raise UsageError(f"confirm: {', '.join(failed(path))} did not confirm on {args.framework} {version} "
                          f"(their output is in {path})")
@@ -223,10 +165,10 @@ def cmd_docs(args) -> int:
     if args.check:
         stale = docs.stale(args.out)
         for name in stale:
-            _say(f"{args.out / name}: differs from what `python -m conformance docs` writes", sys.stderr)
+            say(f"{args.out / name}: differs from what `python -m conformance docs` writes", sys.stderr)
         return 1 if stale else 0
     for path in docs.write(args.out):
-        _say(f"wrote {path}")
+        say(f"wrote {path}")
     return 0
 
 
@@ -243,124 +185,35 @@ def cmd_repro(args) -> int:
     adapter = load_adapter(_adapter(args), args.framework)
     runner = adapter(_requested(args))
     run = runner.run.replace(version=adapter.version())
-    _say(f"{instance.id} on {run.describe()}")
-    _say(f"  {instance.case.title}  [{instance.source}]")
+    say(f"{instance.id} on {run.describe()}")
+    say(f"  {instance.case.title}  [{instance.source}]")
     try:
         observed = observe(runner, instance.case)
     except Unsupported as exc:
-        _say(f"unsupported: {exc}")
+        say(f"unsupported: {exc}")
         return 0
     except Exception as exc:  # the framework's (or the adapter's) failure is what repro shows
-        _say(f"error: {one_line(exc)}", sys.stderr)
+        say(f"error: {one_line(exc)}", sys.stderr)
         return 1
     reference = observe(ReferenceRunner(), instance.case)
-    _say(trace(instance, observed, reference))
+    say(trace(instance, observed, reference))
     variants = profile(load_known(args.framework, args.known), run)
     needed, miss = explain(instance, observed, reference, variants)
     names = ", ".join(v.variant for v in variants) or "none"
     if miss:
-        _say(f"profile ({names}) does not reproduce it: {miss}")
+        say(f"profile ({names}) does not reproduce it: {miss}")
     else:
-        _say(f"profile ({names}) reproduces every check; needed: {', '.join(v.variant for v in needed) or 'none'}")
+        say(f"profile ({names}) reproduces every check; needed: {', '.join(v.variant for v in needed) or 'none'}")
     return 0
-
-
-def _previous(out: Path, args, run: Run, spec_hash: str) -> results.Results:
-    """The results file a --resume / --only-errors run continues; it must hold this very run."""
-    flag = "--resume" if args.resume else "--only-errors"
-    try:
-        doc = results.read(out)
-    except FileNotFoundError:
-        raise UsageError(f"{flag}: no results file at {out}") from None
-    except OSError as exc:
-        raise UsageError(f"{flag}: cannot read {out}: {exc.strerror}") from None
-    except ValueError as exc:  # results.Malformed, or not UTF-8
-        raise UsageError(f"{flag}: cannot read {out}: {exc}") from None
-    theirs = doc.environment.run
-    for axis in AXES:
-        if getattr(theirs, axis.name) != getattr(run, axis.name):
-            raise UsageError(f"{flag}: {out} has {axis.name} {getattr(theirs, axis.name)}, this run "
-                             f"{getattr(run, axis.name)}; run without {flag}")
-    if doc.environment.spec_hash != spec_hash:
-        raise UsageError(f"{flag}: {out} has spec hash {doc.environment.spec_hash}, this run {spec_hash}; "
-                         f"run without {flag}")
-    return doc
 
 
 def cmd_run(args) -> int:
     if args.every_run:
         return _every_run(args)
-    chosen = None if args.out is None else _out_file(args.out)  # a bad --out fails before the import
+    chosen = None if args.out is None else session.out_file(args.out)  # a bad --out fails before the import
     path = _adapter(args)
-    armed = [True]
-
-    def on_signal(signum, frame):
-        if armed:  # only the first stops the run: later ones must not cut short the save that follows
-            armed.clear()
-            raise Interrupted(signum)
-
-    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
     nodes = _nodes(args)
-
-    def new_worker():
-        workers.append(Worker(_requested(args), path, nodes))
-        return workers[-1]
-
-    workers = []
-    tag = tag_run()
-    new_worker()  # the framework imports while the spec loads
-
-    try:
-        spec = load_spec(args.spec)
-        selected = _select(spec, args.k, args.case)
-        known = load_known(args.framework, args.known)
-        run = workers[0].start()
-        # the run's own cases: a data-parallel case runs only in the runs of its replicas, and the others in none
-        ours = [i for i in selected if takes(run, i.case)]
-        if selected and not ours and getattr(args, "within_every_run", False):
-            _say(f"{run.describe()}: none of the instances asked for runs in it")
-            return 0
-        if selected and not ours:
-            raise UsageError(f"none of the {len(selected)} instances asked for runs with --replicas {run.replicas}: "
-                             f"{selected[0].id} trains on {selected[0].case.replicas} (--replicas "
-                             f"{selected[0].case.replicas})")
-        spec, selected = [i for i in spec if takes(run, i.case)], ours
-        # one file per run, named by its axes: another version, device, mode or api never overwrites it
-        out = chosen or _out_file(str(results.RESULTS_DIR / f"{run.name}.json"))
-        try:
-            lock = results.lock(out)
-        except results.Busy as exc:
-            raise UsageError(str(exc)) from None
-        except OSError as exc:
-            raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-        try:
-            if chosen is not None and not (args.resume or args.only_errors):
-                _replaceable(out, run)
-            return _run(args, out, workers, new_worker, spec, selected, profile(known, run), run,
-                        disarm=armed.clear)
-        finally:
-            results.unlock(out, lock)
-    finally:
-        for worker in workers:
-            worker.close()
-        end_strays(tag)  # what the workers started outside their process group
-        remove_logs(tag)  # what data-parallel ranks logged
-        os.environ.pop(TAG, None)
-        for signum, handler in previous.items():
-            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
-
-
-def _replaceable(out: Path, run: Run) -> None:
-    """--out may replace a results file of this very run (a run again), nothing else."""
-    if not out.exists():
-        return
-    try:
-        theirs = results.read(out).environment.run
-    except (OSError, ValueError):
-        raise UsageError(f"--out {out} exists and is not a results file; remove it or give another path") from None
-    if theirs != run:
-        raise UsageError(f"--out {out} holds the results of {theirs.describe()}, not {run.describe()}; "
-                         "remove it or give another path")
+    return session.run(args, _requested(args), path, nodes, chosen, lambda spec: _select(spec, args.k, args.case))
 
 
 def _every_run(args) -> int:
@@ -375,20 +228,20 @@ def _every_run(args) -> int:
     runs = offers(args.framework).every_run(args.framework, args.device)
     status = 0
     for n, run in enumerate(runs, 1):
-        _say(f"== run {n} of {len(runs)}: {args.framework} {run.execution}")
+        say(f"== run {n} of {len(runs)}: {args.framework} {run.execution}")
         axes = {axis.name: getattr(run, axis.name) or None for axis in AXES if axis.option and axis.name != "device"}
         one = argparse.Namespace(**{**vars(args), "every_run": False, "within_every_run": True, **axes,
                                     "nodes": args.nodes if run.replicas != "1" else 1})
         try:
             code = cmd_run(one)
         except (SpecError, UsageError) as exc:
-            _say(f"error: {exc}", sys.stderr)
+            say(f"error: {exc}", sys.stderr)
             code = 2
         except (FrameworkMissing, Unavailable) as exc:
-            _say(f"error: {exc}", sys.stderr)
+            say(f"error: {exc}", sys.stderr)
             code = 3
         except WorkerFailed as exc:
-            _say(f"error: {exc}", sys.stderr)
+            say(f"error: {exc}", sys.stderr)
             code = 4
         if code in (130, 143, 129):
             return code
@@ -396,106 +249,9 @@ def _every_run(args) -> int:
     return status
 
 
-def _run(args, out: Path, workers, new_worker, spec, selected, variants, run: Run, disarm) -> int:
-    """The run proper, holding the lock on `out`; disarm() makes stop signals no-ops from then on."""
-    order = {inst.id: n for n, inst in enumerate(spec)}
-    now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    doc = results.Results(environment=results.environment(run, args.spec, now(), workers[0].accelerator,
-                                                          workers[0].packages, args.nodes),  # 1 unless data-parallel
-                          profile=[results.VariantRecord.of(v) for v in variants])
-    todo = selected
-    doc.asked = None if len(selected) == len(spec) else [inst.id for inst in selected]
-    if args.resume or args.only_errors:
-        previous = _previous(out, args, run, doc.environment.spec_hash)
-        # every record outside the selection is kept: a selection narrows what runs, never the file
-        wanted = {inst.id for inst in selected}
-        doc.cases = [c for c in previous.cases if c.id in order
-                     and not (args.only_errors and c.verdict == "error" and c.id in wanted)]
-        done = {c.id for c in doc.cases}
-        todo = [inst for inst in selected if inst.id not in done]
-        if previous.asked is None or doc.asked is None:
-            doc.asked = None
-        else:
-            doc.asked = [i for i in order if i in set(previous.asked) | wanted]
-    try:
-        results.write(doc, out)  # fail now, not after the run, if the path is unwritable
-    except OSError as exc:
-        raise UsageError(f"cannot write results to {out}: {exc.strerror}") from None
-    target = len(doc.cases) + len(todo)  # what the file holds once this run is done
-    _say(f"{run.describe()}: {len(todo)} instances to run"
-         + (f", {len(doc.cases)} kept from {out}" if doc.cases else ""))
-    start, width = time.perf_counter(), len(str(len(todo)))
-    ran, saved_at, in_file = 0, time.monotonic(), len(doc.cases)
-
-    def save(complete=False, final=False) -> bool:
-        """Write `doc`; on failure say so and keep going: the file keeps its last good version."""
-        nonlocal in_file
-        doc.cases.sort(key=lambda c: order[c.id])
-        doc.complete = complete
-        if complete:
-            doc.environment.finished = now()
-        doc.summarize()
-        try:
-            results.write(doc, out)
-        except OSError as exc:
-            _say(f"error: cannot save results to {out}: {exc.strerror or exc}; it keeps the last version "
-                 f"saved, without {len(doc.cases) - in_file} finished cases"
-                 + ("" if final else f" (trying again in {SAVE_EVERY:g} s)"), sys.stderr)
-            return False
-        in_file = len(doc.cases)
-        return True
-
-    def on_result(record):
-        nonlocal ran
-        doc.cases.append(record)
-        ran += 1
-        tag = record.verdict + (" (documented)" if record.documented else
-                                " (explained)" if record.explained_by else "")
-        line = f"[{ran:{width}}/{len(todo)}] {tag:24} {record.id}"
-        _say(line + (f"  -- {record.reason}" if record.verdict != "conform" else ""))
-        save_if_due()
-
-    def save_if_due():
-        """Finished cases reach the file within SAVE_EVERY seconds, also while a slow case runs."""
-        nonlocal saved_at
-        if len(doc.cases) > in_file and time.monotonic() - saved_at > SAVE_EVERY:
-            save()
-            saved_at = time.monotonic()
-
-    stopped = None
-    try:
-        try:
-            run_isolated(workers[0], new_worker, todo, variants, args.timeout, on_result, save_if_due)
-        finally:
-            disarm()  # a signal from here on must not cut short the save; one before it is caught below
-    except (Interrupted, WorkerFailed) as exc:
-        stopped = exc
-    except Exception:  # a suite bug: the finished cases are written first
-        save(final=True)
-        raise
-    asked = order if doc.asked is None else doc.asked
-    recorded = {c.id for c in doc.cases}
-    saved = save(complete=stopped is None and all(i in recorded for i in asked), final=True)
-    if isinstance(stopped, WorkerFailed):
-        _say(f"error: {stopped}", sys.stderr)
-        return 4 if saved else NOT_SAVED
-    if not saved:
-        return NOT_SAVED
-    if stopped:
-        _say(f"interrupted: {len(doc.cases)} of {target} cases written to {out} "
-             f"(incomplete; stopped by {stopped})", sys.stderr)
-        return stopped.status
-    summary = doc.summary
-    counts = ", ".join(f"{summary.get(v, 0)} {v}" for v in ("conform", "divergence", "error", "unsupported"))
-    _say(f"{run.framework} {run.execution}: {counts} ({summary['documented']} documented, "
-         f"{summary['explained']} explained but undocumented divergences); "
-         f"{time.perf_counter() - start:.1f} s; results in {out}")
-    return 0
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not argparse's usage block
-        _say(f"error: {message} (see `{self.prog} --help`)", sys.stderr)
+        say(f"error: {message} (see `{self.prog} --help`)", sys.stderr)
         sys.exit(2)
 
 
@@ -580,16 +336,16 @@ def main(argv=None) -> int:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report,
                 "publish": cmd_publish, "confirm": cmd_confirm, "docs": cmd_docs, "audit": cmd_audit}[args.command](args)
     except (SpecError, UsageError) as exc:
-        _say(f"error: {exc}", sys.stderr)
+        say(f"error: {exc}", sys.stderr)
         return 2
     except (FrameworkMissing, Unavailable) as exc:
-        _say(f"error: {exc}", sys.stderr)
+        say(f"error: {exc}", sys.stderr)
         return 3
     except WorkerFailed as exc:
-        _say(f"error: {exc}", sys.stderr)
+        say(f"error: {exc}", sys.stderr)
         return 4
     except (KeyboardInterrupt, Interrupted) as exc:  # before any case ran: nothing to write
-        _say("error: interrupted", sys.stderr)
+        say("error: interrupted", sys.stderr)
         return exc.status if isinstance(exc, Interrupted) else 130
 
 

@@ -1,12 +1,9 @@
 """The results file: a versioned schema shared by every runner and the report, written atomically."""
 from __future__ import annotations
 
-import fcntl
-import os
 import platform
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
@@ -14,6 +11,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
+from .kernel.files import write_atomic
 from .oracle.known import KnownVariant
 from .run import Run
 from .spec import spec_hash
@@ -175,23 +173,10 @@ def environment(run: Run, spec_dir, started: str, accelerator: str = "", package
 
 
 def write(results: BaseModel, path: Path) -> None:
-    """Write a results file (or another record of the suite) via a temporary file in the same folder and rename: readers never see half a file, and
-    a failed write (a full disk) leaves the previous file as it was."""
+    """Write a results file (or another record of the suite) whole or not at all, its folder made first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make results private to the runner
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(results.model_dump_json(indent=1))
-            fh.flush()
-            os.fsync(fh.fileno())  # a full disk shows here, not after the rename
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, results.model_dump_json(indent=1), sync=True)
 
 
 class Malformed(ValueError):
@@ -222,42 +207,3 @@ def read(path: Path) -> Results:
             raise Malformed(f"cases.{n}.id: {case.id!r} is also cases.{seen[case.id]}")
         seen[case.id] = n
     return doc
-
-
-class Busy(Exception):
-    """Another run holds the results file's lock; the message is one line."""
-
-
-def lock(path: Path) -> int:
-    """Hold `<path>.lock` (flock, not waiting) for a whole run, so two runs never write one results
-    file; returns the descriptor for unlock(). The lock file names the holder's pid."""
-    path = Path(path)
-    name = path.with_name(path.name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = (os.read(fd, 32).decode(errors="replace").split() or ["?"])[0]
-            os.close(fd)
-            raise Busy(f"{path} is being written by another run (pid {holder} holds {name})") from None
-        try:
-            if os.path.samestat(os.fstat(fd), os.stat(name)):
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)  # the holder removed it as it finished: lock the new one
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-    except BaseException:  # a full disk: let go, or this process would hold the lock to its end
-        unlock(path, fd)
-        raise
-    return fd
-
-
-def unlock(path: Path, fd: int) -> None:
-    path = Path(path)
-    path.with_name(path.name + ".lock").unlink(missing_ok=True)  # removed while held: see lock()
-    os.close(fd)

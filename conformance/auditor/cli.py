@@ -24,8 +24,9 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..engine.judge import one_line
-from ..engine.worker import Unread, die_with, end_strays, tag_run, TAG
+from ..kernel.files import write_atomic
+from ..kernel.lines import one_line, printable
+from ..kernel.processes import TAG, Unread, die_with, end_strays, tag_run
 from ..spec.safe_yaml import SpecError, load_yaml, validate
 from . import AuditReport, DEFAULT_STEPS, report
 from .findings import Finding, step_problem
@@ -232,13 +233,7 @@ def document(target: str, framework: str, steps: int, result: Optional[AuditRepo
 
 
 def _write_json(path: Path, doc: dict) -> None:
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
-    os.replace(temp, path)
-
-
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    write_atomic(path, json.dumps(doc, indent=1, allow_nan=False))
 
 
 def table(doc: dict) -> str:
@@ -265,16 +260,16 @@ def table(doc: dict) -> str:
             numbers = " ".join(f"{k}={int(v) if float(v).is_integer() else format(v, '.3g')}"
                                for k, v in f["numbers"].items())
             mark = " [allowed]" if f["allowed"] else ""
-            lines.append(_printable(f"  {f['subject']} ({f['layer_type']}){steps}: {f['detail']}"
+            lines.append(printable(f"  {f['subject']} ({f['layer_type']}){steps}: {f['detail']}"
                                     f"{'; ' + numbers if numbers else ''}{mark}"))
     if not doc["findings"]:
         lines.append("no findings")
     for note in doc["notes"]:
-        lines.append(_printable(f"note: {note}"))
+        lines.append(printable(f"note: {note}"))
     for entry in doc["stale_allow"]:
-        lines.append(_printable(f"stale allow entry (matches nothing): {entry['kind']} {entry['subject']}"))
+        lines.append(printable(f"stale allow entry (matches nothing): {entry['kind']} {entry['subject']}"))
     if doc["error"]:
-        lines.append(_printable(f"error: {doc['error']}"))
+        lines.append(printable(f"error: {doc['error']}"))
     return "\n".join(lines)
 
 
@@ -317,7 +312,7 @@ def cmd_audit(args) -> int:
     if json_path is not None:
         _write_json(json_path, doc)
     if inventory is None:  # nothing was read of the model: the one line is all there is to say
-        print(_printable(f"error: {failure[1]}"), file=sys.stderr)
+        print(printable(f"error: {failure[1]}"), file=sys.stderr)
         return failure[0]
     print(table(doc))
     print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)

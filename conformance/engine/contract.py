@@ -1,5 +1,6 @@
 """A room's contract with its runs: the outcomes that are neither conform nor documented are data,
-in the room's expected.yaml, each with why; everything else must conform or be documented.
+in the room's expected.yaml (conformance/expected.py reads it), each with why; everything else must
+conform or be documented.
 
 For each run (a results file) of a room, `check_run` lists every way the run breaks the contract:
 - an outcome that is explained-but-undocumented, unsupported or an error and that no entry lists;
@@ -12,78 +13,8 @@ Entries are scoped like known.yaml's (versions, devices, modes, apis, backends).
 """
 from __future__ import annotations
 
-import re
-from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from ..oracle.known import RUNNERS_DIR, Scoped, check_backends
+from ..expected import ExpectedOutcome, case_pattern
 from ..results import Results
-from ..spec.safe_yaml import load_yaml, validate
-
-OUTCOMES = ("explained", "unsupported", "error", "unused")
-
-
-class ExpectedOutcome(Scoped):
-    """Cases of some runs whose outcome is `outcome`, or (unused) profile variants no divergence needs."""
-    outcome: Literal[OUTCOMES]
-    # instance ids or base ids (a base id names all its instances); * matches any characters
-    cases: list[str] = []
-    # explained: exactly the variants the oracle needed; unused: the profile's variants no divergence needs
-    variants: list[str] = []
-    reason: str = ""  # unsupported / error: text the recorded reason holds
-    why: str = Field(min_length=1)  # what the framework does here, in a sentence
-
-    @model_validator(mode="after")
-    def _shape(self):
-        if self.outcome == "unused":
-            if self.cases or not self.variants:
-                raise ValueError("an 'unused' entry lists variants, not cases")
-        elif not self.cases:
-            raise ValueError(f"an {self.outcome!r} entry lists the cases it holds for")
-        if self.reason and self.outcome not in ("unsupported", "error"):
-            raise ValueError("'reason' belongs to an unsupported or error entry")
-        return self
-
-    @field_validator("variants")
-    @classmethod
-    def _known_names(cls, names):
-        from ..oracle.variants import VARIANTS
-        unknown = [n for n in names if n not in VARIANTS]
-        if unknown:
-            raise ValueError(f"unknown variant {unknown[0]!r}")
-        return names
-
-    def lists(self, case_id: str, base_id: str) -> bool:
-        return any(_pattern(p).fullmatch(case_id) or _pattern(p).fullmatch(base_id) for p in self.cases)
-
-    def label(self) -> str:
-        return f"expected.yaml:{self._line} ({self.outcome}: {self.why})"
-
-    _line: int = 0
-
-
-def _pattern(text: str) -> re.Pattern:
-    return re.compile(".*".join(re.escape(part) for part in text.split("*")))
-
-
-class ExpectedFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    outcomes: list[ExpectedOutcome] = []
-
-
-def load_expected(framework: str, rooms: Path = RUNNERS_DIR) -> list[ExpectedOutcome]:
-    """The room's expected outcomes; an absent file means none (every run conforms or is documented)."""
-    path = Path(rooms) / framework / "expected.yaml"
-    if not path.exists():
-        return []
-    raw = load_yaml(path)
-    entries = validate(ExpectedFile, raw if raw is not None else {}, path).outcomes
-    check_backends(framework, entries, raw["outcomes"] if entries else [], path)
-    for n, entry in enumerate(entries):
-        entry._line = raw["outcomes"].item_lines[n]
-    return entries
 
 
 def check_run(doc: Results, expected: list[ExpectedOutcome], spec_ids: list[str],
@@ -103,7 +34,7 @@ def check_run(doc: Results, expected: list[ExpectedOutcome], spec_ids: list[str]
     bases = {i.split("[")[0] for i in every}
     for entry in entries:
         for pattern in entry.cases:
-            if not any(_pattern(pattern).fullmatch(i) for i in [*every, *bases]):
+            if not any(case_pattern(pattern).fullmatch(i) for i in [*every, *bases]):
                 problems.append(f"{entry.label()}: {pattern!r} names no case of the spec")
     for case in doc.cases:
         listing = [e for e in entries if e.outcome != "unused" and e.lists(case.id, case.base_id)]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import signal
 import time
-import traceback
 from contextlib import contextmanager
 
+from ..kernel.lines import one_line
 from ..oracle.known import KnownVariant
 from ..oracle.reference import ReferenceRunner
 from ..results import CaseRecord, CheckRecord, Explanation, VariantRecord
@@ -43,13 +43,6 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
         if outer:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-6))
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-    at = f" (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})" if where else ""
-    return f"{type(exc).__name__}: {text[-1] if text else ''}{at}"
 
 
 def observe_safely(runner: Runner, case: Case) -> tuple[str, object]:

@@ -19,7 +19,7 @@ nothing on another host itself.
 
 Nothing outlives the group: the launcher runs in a session of its own that the coordinator ends, it dies with the
 coordinator (PR_SET_PDEATHSIG), every rank dies with its launcher and leaves when its connection closes, and the
-run's tag (worker.TAG) lets the run end whatever is left. What the ranks print goes to a temporary folder, whose
+run's tag (kernel.processes.TAG) lets the run end whatever is left. What the ranks print goes to a temporary folder, whose
 last line names the cause of a failure.
 """
 from __future__ import annotations
@@ -41,10 +41,12 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Client, Listener, wait
 from pathlib import Path
 
+from ..kernel.lines import one_line
+from ..kernel.processes import die_with_parent
 from ..run import Run
 from ..runners.base import free_port
 from ..spec import Case
-from .judge import one_line, observe_safely
+from .judge import observe_safely
 from .scenario import merge_replicas
 
 ADDRESS_ENV = "CONFORMANCE_RANKS_ADDRESS"  # host:port of the coordinator
@@ -85,14 +87,6 @@ class Nodes:
 
 class GroupFailed(Exception):
     """The rank group could not start, or lost a rank; the message is one line."""
-
-
-def die_with_parent() -> None:
-    """Linux: the kernel kills this process when its parent dies, even by SIGKILL (the worker, the launcher before
-    it runs, a rank)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class RankGroup:

@@ -14,17 +14,18 @@ import pickle
 import signal
 import sys
 import time
-from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
+from ..kernel.lines import one_line
+from ..kernel.processes import TAG, Unread, die_with
 from ..oracle.known import KnownVariant
 from ..results import CaseRecord
 from ..run import Run
 from ..runners import FrameworkMissing, Unavailable, load_adapter
 from ..spec import Case, Instance
-from .judge import DEFAULT_TIMEOUT, TimeLimit, judge, observe_safely, one_line, reference_of, refusal, time_limit
-from .ranks import GroupFailed, Nodes, RankGroup, die_with_parent
+from .judge import DEFAULT_TIMEOUT, TimeLimit, judge, observe_safely, reference_of, refusal, time_limit
+from .ranks import GroupFailed, Nodes, RankGroup
 
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
 POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
@@ -36,69 +37,8 @@ MAX_PACKAGES = 8  # packages beside the framework an adapter names
 EXIT_GRACE_S = 1.0  # a worker that closed its pipe gets this long to exit by itself, so its own status shows
 
 
-TAG = "CONFORMANCE_RUN_TAG"  # in a worker's environment, so every process it starts carries it too
-
-
-def tag_run() -> str:
-    """Mark the workers this run starts from now on: they (and whatever they start, in any session)
-    inherit the tag through their environment, so end_strays finds them at the run's end."""
-    resource_tracker.ensure_running()  # multiprocessing's own helper outlives runs: it must not carry the tag
-    os.environ[TAG] = f"{os.getpid()}-{time.monotonic_ns()}"
-    return os.environ[TAG]
-
-
-def end_strays(tag: str) -> list[int]:
-    """Linux: kill every process but this one that carries the run's tag: what the run's workers
-    left behind, such as a child that started a session of its own (out of reach of the worker's
-    process group). Returns their pids."""
-    marker, ended = f"{TAG}={tag}\0".encode(), []
-    for entry in os.scandir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as fh:
-                if marker not in fh.read() + b"\0":
-                    continue
-            os.kill(int(entry.name), signal.SIGKILL)
-            ended.append(int(entry.name))
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    return ended
-
-
 class WorkerFailed(Exception):
     """The worker could not start; the message is one line."""
-
-
-def die_with(parent: int) -> None:
-    """Linux: the kernel kills this process when its parent dies, even by SIGKILL, which gives the
-    parent no chance to end it (the worker runs in a session of its own, out of the parent's group)."""
-    die_with_parent()
-    if os.getppid() != parent:  # the parent died before that took effect
-        os._exit(1)
-
-
-class Unread:
-    """A text stream whose reader may be gone (`run ... | head`): what a framework prints must not
-    fail the case it prints in."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    def write(self, text):
-        try:
-            return self._stream.write(text)
-        except (OSError, ValueError):  # BrokenPipeError; a closed file
-            return len(text)
-
-    def flush(self):
-        try:
-            self._stream.flush()
-        except (OSError, ValueError):
-            pass
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
 
 
 def _worker_main(conn, path: str, run: Run, parent: int, nodes: Nodes) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..engine.contract import load_expected
+from ..expected import load_expected
 from ..oracle.known import REPOSITORY, RUNNERS_DIR, load_known
 from ..oracle.variants import VARIANTS
 from ..run import AXES

@@ -9,7 +9,6 @@ import datetime
 import itertools
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -19,6 +18,7 @@ from packaging.version import Version
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import results
+from ..kernel.files import write_atomic
 from .bench import load_benchmarks, one_line, plot_benchmarks, relative_table
 from ..oracle.variants import VARIANTS
 from ..run import AXIS, Run
@@ -444,23 +444,6 @@ def profiles_markdown(columns: list[Column]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _replace(path: Path, text: str) -> None:
-    """Write `path` whole or not at all: a temporary file in its folder, then a rename over it. A
-    signal or a full disk leaves the previous file, and a link at `path` is replaced, never followed.
-    Strings from inputs may hold lone surrogates (file names, asv's JSON): kept as their escapes."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        if path.is_dir() and not path.is_symlink():
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _no_formula(value):
     """A CSV cell a spreadsheet shows as text: one from results that starts like a formula (=, +, -,
     @, or a tab or carriage return before one) gets a leading quote."""
@@ -509,7 +492,7 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
         if not out.parent.is_dir():
             raise FileExistsError
         for name, text in files.items():
-            _replace(out.parent / name, text)
+            write_atomic(out.parent / name, text)
     except FileExistsError:
         raise OutputError("exists and is not a folder") from None
     except OSError as exc:

@@ -37,12 +37,13 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel
 
+from ..kernel.files import write_atomic
 from ..oracle.variants import VARIANTS
 from ..run import AXES
 from ..spec import SPEC_DIR
 from ..spec.safe_yaml import read_text
 from .bench import one_line
-from .page import (CELL, Column, OutputError, _grouped, _no_formula, _replace, case_rows, cell_class, defaults_table,
+from .page import (CELL, Column, OutputError, _grouped, _no_formula, case_rows, cell_class, defaults_table,
                    device_differences, execution_differences, load_columns, long_table, mostly_errors, profile_table, safe_href,
                    summary_counts, variants_of, version_changes, version_key)
 
@@ -370,7 +371,7 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
                 raise OutputError(f"{out_dir / folder} is a link: not followed")
         for name, text in files.items():
             (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
-            _replace(out_dir / name, text)
+            write_atomic(out_dir / name, text)
         (out_dir / "data" / "results").mkdir(parents=True, exist_ok=True)
         for col in runs:
             shutil.copyfile(col.path, out_dir / copies[col.key])

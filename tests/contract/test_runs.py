@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from conformance import results
-from conformance.engine.contract import check_run, load_expected
+from conformance.engine.contract import check_run
+from conformance.expected import load_expected
 from conformance.run import takes
 from conformance.runners import adapter_path, load_adapter, offers
 from conformance.spec import load_spec

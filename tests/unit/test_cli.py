@@ -82,7 +82,7 @@ def test_repro_prints_steps_and_checks(capsys):
 
 
 def test_text_from_outside_prints_escaped_on_one_line(capsys):
-    from conformance.__main__ import _say
-    _say("error: \x1b[2Jcleared\rover\nnext caf\udce9")
+    from conformance.kernel.lines import say
+    say("error: \x1b[2Jcleared\rover\nnext caf\udce9")
     out = capsys.readouterr().out
     assert out == "error: \\x1b[2Jcleared\\rover\nnext caf\\udce9\n"

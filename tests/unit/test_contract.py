@@ -2,7 +2,8 @@
 import pytest
 
 from conformance import results
-from conformance.engine.contract import check_run, load_expected
+from conformance.engine.contract import check_run
+from conformance.expected import load_expected
 from conformance.spec import SpecError
 from conftest import INSTANCES, env
 from conftest import record as bare_record

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.engine.contract import load_expected
+from conformance.expected import load_expected
 from conformance.oracle.known import RUNNERS_DIR, load_known, snippet_path
 from conformance.runners import ROOMS, adapter_path, offers, room
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import __main__ as cli
-from conformance import results
+from conformance import results, session
 from conformance.engine import judge as execute
 from conformance.__main__ import main
 from conformance.oracle.reference import ReferenceRunner
@@ -170,7 +169,7 @@ def test_resume_names_the_bad_field(tmp_path, capsys):
 @pytest.fixture
 def failing_saves(monkeypatch):
     """Make the rename of saves number n (1: the first) fail with ENOSPC for n in the set returned."""
-    monkeypatch.setattr(cli, "SAVE_EVERY", 0)  # save after every case
+    monkeypatch.setattr(session, "SAVE_EVERY", 0)  # save after every case
     real, failing, seen = os.replace, set(), []
 
     def replace(src, dst):

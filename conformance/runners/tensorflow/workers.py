@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from conformance.engine.ranks import die_with_parent
+from conformance.kernel.processes import die_with_parent
 
 WORKER_ENV = "CONFORMANCE_TF_WORKER"  # set in a worker started here: its TF_CONFIG is this run's, not the user's
 
