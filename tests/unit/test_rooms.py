@@ -9,6 +9,7 @@ import pytest
 
 from conformance.engine.contract import load_expected
 from conformance.oracle.known import RUNNERS_DIR, load_known, snippet_path
+from conformance.run import AXIS, Run
 from conformance.runners import ROOMS, adapter_path, offers, room
 
 FILES = ("__init__.py", "runner.py", "graph.py", "trainer.py", "known.yaml", "expected.yaml", "confirm", "tests")
@@ -21,6 +22,15 @@ def test_a_room_has_the_same_files(framework):
     assert not missing, f"conformance/runners/{framework} lacks {missing}"
     assert adapter_path(framework).startswith(f"conformance.runners.{framework}.")
     assert offers(framework).runs
+
+
+@pytest.mark.parametrize("framework", ROOMS)
+def test_a_room_names_another_adapter_only_for_runs_it_offers(framework):
+    """Each ADAPTERS entry of a room names run axes, a class of the room, and picks at least one run it offers."""
+    runs = offers(framework).every_run(framework)
+    for axes, path in getattr(room(framework), "ADAPTERS", ()):
+        assert set(axes) <= set(AXIS) and path.startswith(f"conformance.runners.{framework}.")
+        assert any(adapter_path(framework, run) == path for run in runs), f"{axes} picks none of {framework}'s runs"
 
 
 def test_the_registry_imports_no_framework():
