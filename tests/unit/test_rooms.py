@@ -33,6 +33,17 @@ def test_a_room_names_another_adapter_only_for_runs_it_offers(framework):
         assert any(adapter_path(framework, run) == path for run in runs), f"{axes} picks none of {framework}'s runs"
 
 
+def test_a_run_may_have_an_adapter_class_of_its_own():
+    """paddle's static program has its own class; every other run, graph mode's default backend and a run the
+    room does not offer (its adapter refuses it in one line) get the room's ADAPTER."""
+    static = adapter_path("paddle", Run("paddle", mode="graph", backend="static"))
+    assert static == "conformance.runners.paddle.graph:StaticRunner"
+    for run in offers("paddle").every_run("paddle"):
+        assert (adapter_path("paddle", run) == static) == (run.backend == "static")
+    for run in (Run("paddle", mode="graph"), Run("paddle", mode="graph", backend="inductor"), None):
+        assert adapter_path("paddle", run) == room("paddle").ADAPTER
+
+
 def test_the_registry_imports_no_framework():
     """Reading every room's declarations imports none of the frameworks (the parent process of a run,
     the report and this env never have them)."""
