@@ -50,9 +50,9 @@ def _count(text: str) -> int:
 
 
 def _adapter(args) -> str:
-    """--adapter MODULE:CLASS, or the framework's own."""
+    """--adapter MODULE:CLASS, or the framework's own for the run asked for."""
     if args.adapter is None:
-        return adapter_path(args.framework)
+        return adapter_path(args.framework, _requested(args))
     module, _, name = args.adapter.partition(":")
     if not module or not name or ":" in name:
         raise UsageError(f"--adapter {args.adapter!r}: expected MODULE:CLASS")

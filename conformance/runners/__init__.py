@@ -1,13 +1,15 @@
 """The registry of rooms: one folder per framework, with the same files in each (README: "Adding a
 framework"). A room's __init__.py declares what it offers (OFFERS) and names its adapter class
-(ADAPTER); it imports nothing of its framework, so the registry reads it anywhere. The framework is
-imported only when a run starts, in its worker process.
+(ADAPTER), and, where some of its runs have an adapter class of their own, that class for the runs with
+those axes (ADAPTERS: (axes, 'module:Class') pairs); it imports nothing of its framework, so the
+registry reads it anywhere. The framework is imported only when a run starts, in its worker process.
 """
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
 
+from ..run import Run
 from .base import Offers, Runner, Unavailable, Unsupported
 
 # The framework rooms, in the report's order; each runs in the tox env of the same name.
@@ -34,11 +36,21 @@ def offers(framework: str) -> Offers:
     return room(framework).OFFERS
 
 
-def adapter_path(framework: str) -> str:
-    """'module:Class' of the framework's adapter, without importing the framework."""
+def adapter_path(framework: str, run: Run | None = None) -> str:
+    """'module:Class' of the framework's adapter, without importing the framework: for `run`, the class the
+    room's ADAPTERS names for a run with those axes (its default backend filled in), else ADAPTER."""
     if framework == "reference":
         return REFERENCE
-    return room(framework).ADAPTER
+    declared = room(framework)
+    if run is not None:
+        try:
+            run = declared.OFFERS.resolve(run)
+        except Unavailable:  # a run the room does not offer: its adapter says so, in the worker, in one line
+            return declared.ADAPTER
+        for axes, path in getattr(declared, "ADAPTERS", ()):
+            if all(getattr(run, axis) == value for axis, value in axes.items()):
+                return path
+    return declared.ADAPTER
 
 
 def load_adapter(path: str, framework: str) -> type[Runner]:

@@ -9,6 +9,7 @@ import pytest
 
 from conformance.expected import load_expected
 from conformance.oracle.known import RUNNERS_DIR, load_known, snippet_path
+from conformance.run import AXIS, Run
 from conformance.runners import ROOMS, adapter_path, offers, room
 
 FILES = ("__init__.py", "runner.py", "graph.py", "trainer.py", "known.yaml", "expected.yaml", "confirm", "tests")
@@ -21,6 +22,26 @@ def test_a_room_has_the_same_files(framework):
     assert not missing, f"conformance/runners/{framework} lacks {missing}"
     assert adapter_path(framework).startswith(f"conformance.runners.{framework}.")
     assert offers(framework).runs
+
+
+@pytest.mark.parametrize("framework", ROOMS)
+def test_a_room_names_another_adapter_only_for_runs_it_offers(framework):
+    """Each ADAPTERS entry of a room names run axes, a class of the room, and picks at least one run it offers."""
+    runs = offers(framework).every_run(framework)
+    for axes, path in getattr(room(framework), "ADAPTERS", ()):
+        assert set(axes) <= set(AXIS) and path.startswith(f"conformance.runners.{framework}.")
+        assert any(adapter_path(framework, run) == path for run in runs), f"{axes} picks none of {framework}'s runs"
+
+
+def test_a_run_may_have_an_adapter_class_of_its_own():
+    """paddle's static program has its own class; every other run, graph mode's default backend and a run the
+    room does not offer (its adapter refuses it in one line) get the room's ADAPTER."""
+    static = adapter_path("paddle", Run("paddle", mode="graph", backend="static"))
+    assert static == "conformance.runners.paddle.graph:StaticRunner"
+    for run in offers("paddle").every_run("paddle"):
+        assert (adapter_path("paddle", run) == static) == (run.backend == "static")
+    for run in (Run("paddle", mode="graph"), Run("paddle", mode="graph", backend="inductor"), None):
+        assert adapter_path("paddle", run) == room("paddle").ADAPTER
 
 
 def test_the_registry_imports_no_framework():

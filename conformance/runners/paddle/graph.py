@@ -1,28 +1,26 @@
-"""Graph mode of the paddle adapter (--mode graph), its two backends:
+"""Graph mode of the paddle room (--mode graph), its two backends:
 
 "to_static" (ToStatic): the loop around `paddle.jit.to_static(layer)`, called as its users call it
     (no full_graph: the translator the installed version picks by default, SOT in Paddle 2.6 and 3.x on
     Python 3.8-3.11), one small Layer per step path, the optimizer step in dygraph as the to_static
-    docs show.
-"static" (StaticProgram): the static-graph program of the Fluid reports: `paddle.enable_static()`, a
+    docs show. A mixin of runner.py's PaddleRunner: it uses the runner's layers and model.
+"static" (StaticRunner): the static-graph program of the Fluid reports: `paddle.enable_static()`, a
     Program of paddle.static.data + the same layers, `optimizer.minimize(loss)`, an Executor; and the
-    one observation only such a program gives, which parameters its update ops decay (`decayed`).
-
-Both are mixins of PaddleRunner (runner.py). ToStatic uses the runner's layers and model;
-StaticProgram its model, optimizer, static flag, roles, criterion, _make_layers and _new_optimizer.
+    one observation only such a program gives, which parameters its update ops decay (`decayed`). An
+    adapter of its own, which the room's ADAPTERS names for this run; it shares with the dygraph loop
+    only common.py (the layers, the optimizer, the loss, the defaults read back, the device).
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 
 import numpy as np
-# runner.py has imported paddle quietly before it imports this module (the package imports
-# runner.py first), so this import loads nothing and prints nothing
-import paddle
 
-from ..base import Unsupported, frozen_params
+from ..base import Unavailable, Unsupported, frozen_params
 from ...spec import layers as layer_kinds
 from ...spec import DROPOUT_PROBE, PADDING_PROBE, param_names
+# paddle from common.py, which imports it quietly (its import warns about ccache)
+from .common import ROLES, PaddleBase, loss_of, make_layers, new_optimizer, paddle, read_defaults, run_path
 
 
 class _Path(paddle.nn.Layer):
@@ -196,7 +194,7 @@ def _raw_grads(program, grads):
     return out
 
 
-class StaticProgram:
+class StaticRunner(PaddleBase):
     """backend "static": Program + Executor.
 
     Parameters are named after the canonical names (ParamAttr(name=...), BatchNorm's name_mean /
@@ -205,11 +203,17 @@ class StaticProgram:
     optimizer's accumulators (velocity, moments, beta pows, learning rate) get the same names in
     every program: the optimizer state is shared too."""
 
+    def __init__(self, run=None, **axes):
+        super().__init__(run, **axes)
+        if self.backend != "static":
+            raise Unavailable(f"StaticRunner runs the static program (--mode graph --backend static) only, "
+                              f"not {self.run.execution}: that is PaddleRunner's (runner.py)")
+
     def _var(self, name):
-        if name in self.static_names:  # a bias left to default: paddle named it (linear_0.b_0)
-            return self.static_names[name]
+        if name in self.bias_names:  # a bias left to default: paddle named it (linear_0.b_0)
+            return self.bias_names[name]
         layer, role = name.split(".")
-        return f"{layer}.{role}" if role in ("weight", "bias") else f"{layer}{self.roles[role]}"
+        return f"{layer}.{role}" if role in ("weight", "bias") else f"{layer}{ROLES[role]}"
 
     def _attrs(self, layer, role):
         name = f"{layer}.{role}"
@@ -223,44 +227,47 @@ class StaticProgram:
             kw["need_clip"] = False
         return paddle.ParamAttr(**kw)
 
-    def _static_set_trainable(self, names, trainable):
-        """Freezing between steps: a Program's trainable flags are fixed when minimize() builds its
-        backward, so the next steps run programs built with the new ParamAttr(trainable=...); they
-        share the parameters and the optimizer state by name, as every program of the case does."""
-        params = param_names(self.model)
-        for name in names:
-            chosen = {p for p in params if p == name or p.startswith(name + ".")}
-            self.frozen_now = self.frozen_now - chosen if trainable else self.frozen_now | chosen
+    def _make_layers(self):
+        """The case's layers, built in the program being defined, their parameters named by _attrs."""
+        layers, net = make_layers(self.model, self._attrs)
+        # the name paddle gave each bias left to default (deterministic under a unique_name.guard)
+        self.bias_names = {f"{n}.bias": layers[n].bias.name for n, spec in self.model.layers.items()
+                           if spec.bias == "default" and not spec.tie and layers[n].bias is not None}
+        return layers, net
 
-    def _static_defaults(self):
-        if self.definition is None:
-            self.definition = self._static_definition()
-        return self.definition[2]
-
-    def _static_build(self, model, values):
+    # ------------------------------------------------------------ the model, as the user builds it
+    def build(self, model, values):
+        paddle.seed(0)
+        self.model = model
         if any(layer.init == "default" for layer in model.layers.values()):
             raise Unsupported("a static program's startup draws its parameters when it first runs, after the "
                               "case's first step is built: no value to observe as built")
         self.scope = paddle.static.Scope()
         self.place = paddle.framework._current_expected_place()
         self.programs = {}
-        self.definition = None  # (trainable, what the optimizer holds), read from a Program of the model
-        self.static_grads = {}
+        self.definition = None  # (trainable, what the optimizer holds, defaults), read from a Program of the model
+        self.fetched = {}  # the gradients the last run fetched
         self.pending_update = False
         self.grads_live = False
-        self.static_ops = {}  # parameter -> update / regularization ops of the programs that ran
+        self.ops = {}  # parameter -> update / regularization ops of the programs that ran
         self.values0 = {n: np.asarray(v, dtype=np.float32) for n, v in values.items()}
         self.frozen_now = frozen_params(model)  # ParamAttr(trainable=False) of the next programs built
-        self.static_names = {}  # _make_layers: the names paddle gave the biases left to default
+        self.bias_names = {}  # _make_layers: the names paddle gave the biases left to default
 
-    def _static_definition(self):
-        """The model defined once in a Program without a loss: what its parameters are."""
+    def make_optimizer(self, optimizer):
+        self.optimizer = optimizer  # each program's minimize() makes its own (_program)
+
+    def _defined(self):
+        """The model defined once in a Program without a loss: which parameters are trainable, which the
+        optimizer holds, and the settings left to default."""
+        if self.definition is not None:
+            return self.definition
         main, startup = paddle.static.Program(), paddle.static.Program()
         with _static_mode(), paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
-            layers, _ = self._make_layers(self.model, self._attrs)
+            layers, _ = self._make_layers()
             params = {p.name: p for p in main.global_block().all_parameters()}
-            settings = self.read_defaults(self.model, self.optimizer, layers, self._new_optimizer(None), self._static_rate,
-                                          self._static_sides(main, startup, layers))
+            settings = read_defaults(self.model, self.optimizer, layers, new_optimizer(self.optimizer, None),
+                                     self._rate, self._sides(main, startup, layers))
             names = {self._var(n): n for n in param_names(self.model)}
             trainable = {names[v]: not p.stop_gradient for v, p in params.items()}
             if self.optimizer.params == "default":
@@ -271,9 +278,10 @@ class StaticProgram:
                 held = [names[v] for v in params]
             else:
                 held = list(self.optimizer.params)
-        return trainable, held, settings
+        self.definition = trainable, held, settings
+        return self.definition
 
-    def _static_sides(self, main, startup, layers) -> dict[str, int]:
+    def _sides(self, main, startup, layers) -> dict[str, int]:
         """The side of each padding-default conv's output on a PADDING_PROBE image of ones, run in the program
         the model is defined in (its parameters live in that program's block), from its startup's values."""
         convs = {name: spec.conv2d[0] for name, spec in self.model.layers.items() if spec.padding == "default"}
@@ -287,7 +295,7 @@ class StaticProgram:
         got = exe.run(main, feed=feed, fetch_list=outputs, scope=scope)
         return {name: np.asarray(y).shape[-1] for name, y in zip(convs, got)}
 
-    def _static_rate(self, layer) -> float:
+    def _rate(self, layer) -> float:
         """The fraction of DROPOUT_PROBE ones the dropout layer zeroes in a train-mode program of its own."""
         main, startup = paddle.static.Program(), paddle.static.Program()
         with paddle.static.program_guard(main, startup):
@@ -296,42 +304,41 @@ class StaticProgram:
         out = paddle.static.Executor(self.place).run(main, fetch_list=[y], scope=paddle.static.Scope())
         return float((np.asarray(out[0]) == 0).mean())
 
-    @property
-    def static_trainable(self):
-        if self.definition is None:
-            self.definition = self._static_definition()
-        return self.definition[0]
+    def optimizer_params(self):
+        return list(self._defined()[1])
 
-    @property
-    def static_opt_params(self):
-        if self.definition is None:
-            self.definition = self._static_definition()
-        return self.definition[1]
+    # ------------------------------------------------------------ settings, freezing, learning rate
+    def defaults(self):
+        return self._defined()[2]
 
-    def _static_program(self, path, train, backward, shape, reduce=True, ce=None):
+    def set_trainable(self, names, trainable):
+        """Freezing between steps: a Program's trainable flags are fixed when minimize() builds its
+        backward, so the next steps run programs built with the new ParamAttr(trainable=...); they
+        share the parameters and the optimizer state by name, as every program of the case does."""
+        params = param_names(self.model)
+        for name in names:
+            chosen = {p for p in params if p == name or p.startswith(name + ".")}
+            self.frozen_now = self.frozen_now - chosen if trainable else self.frozen_now | chosen
+
+    def set_lr(self, lr):
+        raise Unsupported("Optimizer.set_lr is dygraph-only: a Program built by minimize() holds its learning rate")
+
+    # ------------------------------------------------------------ one step
+    def _program(self, path, train, backward, shape, reduce=True, ce=None):
         key = (tuple(path), train, backward, frozenset(self.frozen_now), reduce)
         if key in self.programs:
             return self.programs[key]
         main, startup = paddle.static.Program(), paddle.static.Program()
         with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
-            layers, net = self._make_layers(self.model, self._attrs)
+            layers, net = self._make_layers()
             net.train() if train else net.eval()  # a layer's mode is fixed when the program is built
             # an embedding path's input is int64 row indices; the batch dimension is left open (None), as
             # Fluid users declare it, so that one program takes every batch size of the schedule
             x = paddle.static.data("x", [None, *shape[0][1:]], "int64" if self.model.spec(path[0]).embedding else "float32")
             # the target: int64 class labels under a cross-entropy
             t = paddle.static.data("t", [None, *shape[1][1:]], "float32" if ce is None else "int64")
-            y, flatten = x, layer_kinds.flatten_before(self.model, path)
-            for i, name in enumerate(path):
-                # what a user writes before a Linear that takes an image: paddle.flatten(x, 1), channels first
-                y = layers[name](paddle.flatten(y, 1) if i in flatten else y)
-                if name in self.model.detach_after:
-                    y = y.detach()
-            if ce is not None:  # the loss object built in the program, as a Fluid user writes it
-                loss = self.criterion(ce)(y, t)
-            else:
-                squared = (y - t) ** 2
-                loss = squared.mean() if reduce else squared.flatten(1).mean(1)  # per sample: a vector
+            # a cross-entropy's loss object is built in the program, as a Fluid user writes it
+            loss = loss_of(run_path(self.model, layers, path, x), t, reduce, ce)
             params_grads = []
             if backward:
                 params = {p.name: p for p in main.global_block().all_parameters()}
@@ -345,7 +352,7 @@ class StaticProgram:
                 if (no_decay or self.optimizer.no_decay_names) and self.optimizer.name != "adamw":
                     raise Unsupported("minimize() in a static Program takes no parameter groups (its backward "
                                       "rejects a list of dicts): no per-group weight_decay")
-                opt = self._new_optimizer(chosen, no_decay)
+                opt = new_optimizer(self.optimizer, chosen, no_decay)
                 _, params_grads = opt.minimize(loss)
         names = {self._var(n): n for n in param_names(self.model)}
         grads = _raw_grads(main, [(names[p.name], g) for p, g in params_grads])
@@ -367,34 +374,41 @@ class StaticProgram:
     # A step with backward runs the program minimize() built: forward, backward and update in one
     # Executor.run, gradients fetched before the update ops. The engine then asks for the update,
     # which has happened; a backward step the engine does not update is refused when it reads on.
-    def _static_forward(self, path, x, target, train, backward, reduce=True, loss=None):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=()):
+        if touch:
+            raise Unsupported("the static program's loss is built once per path: this adapter adds no "
+                              "parameters times zero to it")
         if self.pending_update:
             raise Unsupported("a static program runs minimize()'s update with its backward: no backward without update")
         if backward and self.grads_live:
             raise Unsupported("a static program recomputes gradients each run: they cannot accumulate")
         with _static_mode():
-            main, loss, grads, ops = self._static_program(path, train, backward, (x.shape, target.shape), reduce, loss)
+            main, loss, grads, ops = self._program(path, train, backward, (x.shape, target.shape), reduce, loss)
             out = paddle.static.Executor(self.place).run(
                 main, feed={"x": x, "t": target}, fetch_list=[loss] + [g for _, g in grads], scope=self.scope)
-        self.static_grads = {n: np.asarray(g).astype(np.float64) for (n, _), g in zip(grads, out[1:])}
+        self.fetched = {n: np.asarray(g).astype(np.float64) for (n, _), g in zip(grads, out[1:])}
         if backward:
             self.pending_update = True
             self.grads_live = True
             for name, names in ops.items():
-                self.static_ops.setdefault(name, set()).update(names)
+                self.ops.setdefault(name, set()).update(names)
         return float(np.asarray(out[0]).mean())
 
-    def _static_update(self):
+    def update(self):
         if not self.pending_update:
             raise Unsupported("a static program updates only in the run of minimize(): no update without backward")
         self.pending_update = False
 
-    def _static_clear(self, mode):
+    def clear_grads(self, mode):
         if mode != "default":
             raise Unsupported("a static program has no clear_grad: each run computes its gradients afresh")
         self.grads_live = False  # nothing to call: the next run's gradients are new
 
-    def _static_values(self):
+    # ------------------------------------------------------------ reading back
+    def grads(self):
+        return {n: self.fetched.get(n) for n in param_names(self.model)}
+
+    def values(self):
         if self.pending_update:
             raise Unsupported("a static program runs minimize()'s update with its backward: no backward without update")
         out = {}
@@ -403,9 +417,10 @@ class StaticProgram:
             out[name] = (self.values0[name] if var is None else np.array(var.get_tensor())).astype(np.float64)
         return out
 
+    def trainable(self):
+        return dict(self._defined()[0])
+
     def decayed(self):
         """The static program is the one run with an update program to read: the ops minimize()
-        appended for each parameter (see _update_ops). None for dygraph code."""
-        if not self.static:
-            return None
-        return {n: any(_decays(op) for op in self.static_ops.get(n, ())) for n in param_names(self.model)}
+        appended for each parameter (see _update_ops)."""
+        return {n: any(_decays(op) for op in self.ops.get(n, ())) for n in param_names(self.model)}

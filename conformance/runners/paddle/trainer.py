@@ -11,18 +11,16 @@ paddle.DataParallel itself when the launch has more than one rank (its find_unus
 and each rank's train_batch takes that rank's rows.
 
 HapiTrainer is a mixin of PaddleRunner (runner.py): it uses the runner's net, opt, hapi (None until
-the first step of a case) and _run_path.
+the first step of a case) and _run_path, and common.py's criterion.
 """
 from __future__ import annotations
 
 import functools
 
 import numpy as np
-# runner.py has imported paddle quietly before it imports this module (the package imports
-# runner.py first), so this import loads nothing and prints nothing
-import paddle
 
 from ..base import Unsupported
+from .common import criterion, paddle  # imported quietly there
 
 
 class HapiTrainer:
@@ -32,8 +30,8 @@ class HapiTrainer:
                               "find_unused_parameters setting")
         if self.hapi is None:
             self.hapi = paddle.Model(self.net)
-            # mean((y - t) ** 2), or the case's cross-entropy: paddle.nn.CrossEntropyLoss (runner.criterion)
-            self.hapi.prepare(optimizer=self.opt, loss=paddle.nn.MSELoss() if loss is None else self.criterion(loss))
+            # mean((y - t) ** 2), or the case's cross-entropy: paddle.nn.CrossEntropyLoss (common.criterion)
+            self.hapi.prepare(optimizer=self.opt, loss=paddle.nn.MSELoss() if loss is None else criterion(loss))
         # the one network the trainer holds runs this step's path
         self.net.run_path = functools.partial(self._run_path, path)
 

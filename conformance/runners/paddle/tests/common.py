@@ -13,6 +13,8 @@ with warnings.catch_warnings():
 from conformance.engine.judge import run_instance
 from conformance.engine.scenario import initial_values, observe
 from conformance.oracle.known import load_known, profile
+from conformance.run import Run
+from conformance.runners import adapter_path, load_adapter
 from conformance.runners.paddle.runner import PaddleRunner
 from conformance.spec import load_spec
 
@@ -20,9 +22,11 @@ SPEC = {i.id: i for i in load_spec()}
 
 
 def record(instance_id, **axes):
-    """The suite's record of one instance on the paddle adapter of the run `axes` name (eager loop by default)."""
-    runner = PaddleRunner(**axes)
-    run = runner.run.replace(version=PaddleRunner.version())
+    """The suite's record of one instance on the paddle adapter of the run `axes` name (eager loop by default),
+    the class the worker loads for that run."""
+    adapter = load_adapter(adapter_path("paddle", Run("paddle", **axes)), "paddle")
+    runner = adapter(**axes)
+    run = runner.run.replace(version=adapter.version())
     return run_instance(runner, SPEC[instance_id], profile(load_known("paddle"), run))
 
 

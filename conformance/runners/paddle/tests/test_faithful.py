@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from conformance.engine.scenario import batch, initial_values, observe
+from conformance.runners.paddle.graph import StaticRunner
 from conformance.runners.paddle.runner import PaddleRunner
 from conformance.spec import FEATURES
 
@@ -183,10 +184,10 @@ def test_cross_entropy_is_paddles(instance_id, written):
 def test_bias_left_to_default_and_positional_rate_are_read_from_the_built_layers():
     """bias: default leaves bias_attr out (paddle's layers then hold a bias: True); a positional Dropout(0.5)'s
     rate is measured on the built layer (about half of DROPOUT_PROBE ones zeroed), in dygraph and in a Program."""
-    for mode in ({}, {"mode": "graph", "backend": "static"}):
-        runner, _ = started(PaddleRunner(**mode), "default-linear-bias")
+    for adapter, axes in ((PaddleRunner, {}), (StaticRunner, {"mode": "graph", "backend": "static"})):
+        runner, _ = started(adapter(**axes), "default-linear-bias")
         assert runner.defaults() == {"a.bias": True}
-        runner, _ = started(PaddleRunner(**mode), "dropout-rate-positional[rate-0.5]")
+        runner, _ = started(adapter(**axes), "dropout-rate-positional[rate-0.5]")
         assert runner.defaults()["drop.rate"] == pytest.approx(0.5, abs=0.01)
     runner, _ = started(PaddleRunner(), "dropout-rate-positional[rate-0.1]")
     assert runner.layers["drop"].p == 0.1 and runner.defaults()["drop.rate"] == pytest.approx(0.1, abs=0.01)

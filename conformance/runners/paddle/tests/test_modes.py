@@ -6,7 +6,10 @@ import pytest
 
 from conformance.__main__ import main
 from conformance.engine.scenario import batch, initial_values, observe
+from conformance.run import Run
+from conformance.runners import adapter_path, load_adapter
 from conformance.runners.base import Unavailable, Unsupported
+from conformance.runners.paddle.graph import StaticRunner
 from conformance.runners.paddle.runner import PaddleRunner
 
 from .common import SPEC, assert_observes_as_dygraph, paddle, started
@@ -50,6 +53,19 @@ def test_refused_runs_with_one_line(capsys, args, message):
     assert main(["run", "--framework", "paddle", *args]) == 3
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_each_run_gets_its_adapter_class():
+    """The class the worker loads for a run (the room's ADAPTERS): the static program's own for backend static,
+    the dygraph loop's for the others, graph mode's default backend included; each refuses the other's run."""
+    pick = lambda **axes: load_adapter(adapter_path("paddle", Run("paddle", **axes)), "paddle")
+    assert pick(mode="graph", backend="static") is StaticRunner
+    for axes in ({}, {"mode": "graph"}, {"mode": "graph", "backend": "to_static"}, {"api": "trainer"}):
+        assert pick(**axes) is PaddleRunner
+    with pytest.raises(Unavailable, match="StaticRunner"):
+        PaddleRunner(mode="graph", backend="static")
+    with pytest.raises(Unavailable, match="PaddleRunner"):
+        StaticRunner(mode="graph", backend="to_static")
 
 
 def test_version_is_a_plain_str():
@@ -147,9 +163,9 @@ def test_to_static_first_call_sets_grads():
 def test_static_cases_leave_dygraph_on():
     """One worker runs eager, to_static and static cases in turn: static mode is on only inside a
     static step, also when the step fails."""
-    observe(PaddleRunner(mode="graph", backend="static"), SPEC["sgd-numerics"].case)
+    observe(StaticRunner(mode="graph", backend="static"), SPEC["sgd-numerics"].case)
     assert paddle.in_dynamic_mode()
-    runner, case = started(PaddleRunner(mode="graph", backend="static"), "sgd-numerics")
+    runner, case = started(StaticRunner(mode="graph", backend="static"), "sgd-numerics")
     x, t = batch(case, 0, ["a", "b"])
     with pytest.raises(Exception):  # 3 features cannot feed Linear(4, 3): the program fails to build
         runner.forward(["a", "b"], x[:, :3], t, train=True, backward=True)
@@ -160,24 +176,24 @@ def test_static_programs_share_parameters_and_optimizer_state():
     """Cases whose optimizer state (velocity, moments) carries from program to program (the train and
     eval programs of one case share it by name) equal dygraph's run of the same case."""
     for instance_id in ("momentum-numerics", "adam-numerics[adam]", "seed-4-bn-stats-not-regularized[momentum,default]"):
-        assert_observes_as_dygraph(PaddleRunner(mode="graph", backend="static"), SPEC[instance_id].case, atol=1e-5)
+        assert_observes_as_dygraph(StaticRunner(mode="graph", backend="static"), SPEC[instance_id].case, atol=1e-5)
 
 
 def test_static_program_runs_the_new_layers():
     """An int64 feed for an embedding, conv + BatchNorm2D + flatten, dropout in eval: the same losses
     and values as dygraph where nothing accumulates."""
     for instance_id in ("conv-bn-running-stats", "embedding-rows-not-looked-up-state[adam]", "dropout-off-in-eval"):
-        assert_observes_as_dygraph(PaddleRunner(mode="graph", backend="static"), SPEC[instance_id].case, atol=1e-5)
+        assert_observes_as_dygraph(StaticRunner(mode="graph", backend="static"), SPEC[instance_id].case, atol=1e-5)
 
 
 def test_static_program_has_no_update_ops_for_bn_statistics():
     """Paddle#9273 (seed 4): Fluid appended L2 decay ops for batch_norm's moving mean / variance. The
     adapter records, per parameter, the ops minimize() appends after the backward pass."""
-    runner = PaddleRunner(mode="graph", backend="static")
+    runner = StaticRunner(mode="graph", backend="static")
     observe(runner, SPEC["seed-4-bn-stats-not-regularized[momentum,all]"].case)
-    assert set(runner.static_ops) == {"fc.weight", "bn.weight", "bn.bias", "out.weight", "out.bias"}
+    assert set(runner.ops) == {"fc.weight", "bn.weight", "bn.bias", "out.weight", "out.bias"}
     # PIR (Paddle 3) names the op pd_op.momentum_, the ProgramDesc of 2.6 momentum
-    assert {op.replace("pd_op.", "").replace("_(", "(") for op in runner.static_ops["bn.weight"]} == {
+    assert {op.replace("pd_op.", "").replace("_(", "(") for op in runner.ops["bn.weight"]} == {
         "momentum(l2_decay 0.05)"}
 
 
@@ -188,7 +204,7 @@ def test_static_program_decay_is_observed_per_parameter(optimizer, weight_decay,
     fused into the update op; with no decay, no parameter is decayed, so the seed-4 check can fail."""
     case = SPEC[f"seed-4-bn-stats-not-regularized[{optimizer},all]"].case
     case = case.model_copy(update={"optimizer": case.optimizer.model_copy(update={"weight_decay": weight_decay})})
-    obs = observe(PaddleRunner(mode="graph", backend="static"), case)
+    obs = observe(StaticRunner(mode="graph", backend="static"), case)
     assert obs.decayed == {"fc.weight": decayed, "bn.weight": decayed, "bn.bias": decayed, "out.weight": decayed,
                            "out.bias": decayed, "bn.running_mean": False, "bn.running_var": False}
     assert observe(PaddleRunner(), case).decayed is None  # dygraph code builds no program to read
