@@ -21,7 +21,7 @@ from .. import results
 from ..kernel.files import write_atomic
 from .bench import load_benchmarks, one_line, plot_benchmarks, relative_table
 from ..oracle.variants import VARIANTS
-from ..run import AXIS, Run
+from ..run import AXES, AXIS, Run
 from ..runners import FRAMEWORKS, ROOMS
 from ..spec import SPEC_DIR, SpecError, load_spec
 
@@ -161,19 +161,22 @@ def load_columns(results_dirs, report_dir: Path, warn) -> list[Column]:
     return sorted(columns, key=_order)
 
 
+# summary.csv's column for each run axis, in the axis table's order: the axis's name, but the version's
+# as the results file's environment calls it
+AXIS_COLUMNS = {axis.name: "framework_version" if axis.name == "version" else axis.name for axis in AXES}
+
+
 def long_table(columns: list[Column]) -> pd.DataFrame:
-    """One row per (framework, case instance) that a results file holds."""
+    """One row per (framework, case instance) that a results file holds: the run's key, every axis, the case."""
     rows = []
     for col in columns:
         for case in col.doc.cases if col.doc else []:
-            env = col.doc.environment
-            rows.append(dict(run=col.key, framework=col.framework, framework_version=env.framework_version,
-                             device=env.device, mode=env.mode, backend=env.backend, api=env.api, id=case.id, base_id=case.base_id, topic=case.topic, title=case.title,
+            rows.append(dict(run=col.key, **{column: getattr(col.run, axis) for axis, column in AXIS_COLUMNS.items()},
+                             id=case.id, base_id=case.base_id, topic=case.topic, title=case.title,
                              verdict=case.verdict, cell=cell_class(case), documented=bool(case.documented),
                              variants=" ".join(v.name for v in variants_of(case)),
                              reason=case.reason or "", unexplained=case.unexplained or ""))
-    return pd.DataFrame(rows, columns=["run", "framework", "framework_version", "device", "mode", "backend", "api",
-                                       "id", "base_id", "topic", "title",
+    return pd.DataFrame(rows, columns=["run", *AXIS_COLUMNS.values(), "id", "base_id", "topic", "title",
                                        "verdict", "cell", "documented", "variants", "reason", "unexplained"])
 
 

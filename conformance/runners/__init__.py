@@ -1,8 +1,9 @@
 """The registry of rooms: one folder per framework, with the same files in each (README: "Adding a
-framework"). A room's __init__.py declares what it offers (OFFERS) and names its adapter class
-(ADAPTER), and, where some of its runs have an adapter class of their own, that class for the runs with
-those axes (ADAPTERS: (axes, 'module:Class') pairs); it imports nothing of its framework, so the
-registry reads it anywhere. The framework is imported only when a run starts, in its worker process.
+framework"). A room's room.yaml names its tox envs and its place in the report. Its __init__.py declares
+what it offers (OFFERS) and names its adapter class (ADAPTER), and, where some of its runs have an adapter
+class of their own, that class for the runs with those axes (ADAPTERS: (axes, 'module:Class') pairs); it
+imports nothing of its framework, so the registry reads it anywhere. The framework is imported only when a
+run starts, in its worker process.
 """
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from types import ModuleType
 
 from ..run import Run
 from .base import Offers, Runner, Unavailable, Unsupported
+from .manifest import load_rooms
 
-# The framework rooms, in the report's order; each runs in the tox env of the same name.
-ROOMS = ("torch", "paddle", "mindspore", "tensorflow", "jax")
+# The framework rooms (a room.yaml each), in the report's order; each runs in the tox env of the same name.
+ROOMS = tuple(load_rooms())
 # "reference" runs the NumPy oracle through the harness: a self-check of the spec, no framework needed.
 FRAMEWORKS = (*ROOMS, "reference")
 REFERENCE = "conformance.oracle.reference:ReferenceRunner"

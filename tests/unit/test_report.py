@@ -6,6 +6,7 @@ import pandas as pd
 
 from conformance import results
 from conformance.__main__ import main
+from conformance.run import AXES
 from conformance.runners import ROOMS
 from conformance.report.bench import env_label, load_benchmarks
 from conformance.report.page import build
@@ -76,6 +77,28 @@ def test_summary_csv(report_dir):
     assert len(torch) == len(INSTANCES)
     assert torch.set_index("id").loc[INSTANCES[0].id, "cell"] == "documented"
     assert torch.cell.value_counts()["divergence"] == 1
+
+
+def test_summary_csv_has_every_run_axis(tmp_path):
+    """A column per entry of the axis table (the version's named as the results file names it), holding
+    each run's value: runs that differ in one axis only stay apart in the CSV."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    single = [i for i in INSTANCES if not i.case.data_parallel]
+    parallel = [i for i in INSTANCES if i.case.data_parallel]
+    one = env("torch", "2.13.0", device="cuda").model_copy(update=dict(mode="graph", backend="aot_eager"))
+    two = one.model_copy(update=dict(replicas="2"))
+    write_run(folder, one, [record(i) for i in single])
+    write_run(folder, two, [record(i) for i in parallel])
+    build(folder, tmp_path, bench_dir=None)
+    table = pd.read_csv(tmp_path / "summary.csv", dtype=str, keep_default_na=False)
+    columns = ["framework_version" if axis.name == "version" else axis.name for axis in AXES]
+    assert [c for c in columns if c not in table.columns] == [], "summary.csv lacks a run axis"
+    for environment, instances in ((one, single), (two, parallel)):
+        rows = table[table.run == environment.run.name]
+        assert len(rows) == len(instances)
+        for axis, column in zip(AXES, columns):
+            assert set(rows[column]) == {getattr(environment.run, axis.name)}, (axis.name, set(rows[column]))
 
 
 def test_benchmarks_parsed_and_plotted(report_dir, tmp_path):

@@ -11,8 +11,10 @@ from conformance.expected import load_expected
 from conformance.oracle.known import RUNNERS_DIR, load_known, snippet_path
 from conformance.run import AXIS, Run
 from conformance.runners import ROOMS, adapter_path, offers, room
+from conformance.runners.manifest import load_manifest, load_rooms
+from conformance.spec import SpecError
 
-FILES = ("__init__.py", "runner.py", "graph.py", "trainer.py", "known.yaml", "expected.yaml", "confirm", "tests")
+FILES = ("__init__.py", "runner.py", "graph.py", "trainer.py", "known.yaml", "expected.yaml", "room.yaml", "confirm", "tests")
 
 
 @pytest.mark.parametrize("framework", ROOMS)
@@ -47,11 +49,53 @@ def test_a_run_may_have_an_adapter_class_of_its_own():
 def test_the_registry_imports_no_framework():
     """Reading every room's declarations imports none of the frameworks (the parent process of a run,
     the report and this env never have them)."""
+    modules = sorted({module for manifest in load_rooms().values() for module in manifest.modules})
     code = ("import sys; from conformance.runners import ROOMS, offers\n"
             "[offers(f) for f in ROOMS]\n"
-            "print(sorted({'torch', 'paddle', 'mindspore', 'tensorflow', 'keras'} & set(sys.modules)))")
+            f"print(sorted({set(modules)!r} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+ROOM_YAML = """order: 1
+modules: [torch]
+envs:
+  - name: torch
+    deps: [torch==2.13.0]
+  - name: torch211
+    deps: [torch==2.11.0]
+    bench: false
+    outside_labels: too large for CI
+"""
+
+
+@pytest.mark.parametrize("old, new, line, message", [
+    ("order: 1", "order: first", 1, "order: Input should be a valid integer"),
+    ("modules: [torch]", "modules: []", 2, "modules: List should have at least 1 item"),
+    ("    deps: [torch==2.13.0]", "    deps: [torch=2.13.0]", 5, "not a pip requirement: 'torch=2.13.0'"),
+    ("    bench: false\n", "", 6, "bench: an env outside the labels is never created for `tox -e bench`"),
+    ("  - name: torch211", "  - name: torch211\n    python: 3.12", 7, "envs.1.python: Input should be a valid string"),
+    ("  - name: torch211", "  - name: pytorch211", 6, "env 'pytorch211': the envs are named 'torch', then"),
+    ("  - name: torch\n", "  - name: torch2\n", 3, "no env named 'torch', which `tox -e torch` runs"),
+    ("    outside_labels", "    label", 9, "unknown key 'envs.1.label'"),
+])
+def test_a_bad_manifest_is_one_line_naming_file_and_line(tmp_path, old, new, line, message):
+    (tmp_path / "torch").mkdir()
+    path = tmp_path / "torch" / "room.yaml"
+    assert old in ROOM_YAML
+    path.write_text(ROOM_YAML.replace(old, new))
+    with pytest.raises(SpecError) as err:
+        load_manifest("torch", tmp_path)
+    assert str(err.value).startswith(f"{path}:{line}: ") and message in str(err.value), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_two_rooms_in_one_place_of_the_order_is_one_line(tmp_path):
+    for framework in ("torch", "paddle"):
+        (tmp_path / framework).mkdir()
+        (tmp_path / framework / "room.yaml").write_text(ROOM_YAML.replace("torch", framework))
+    with pytest.raises(SpecError, match=r"torch/room.yaml:1: order 1 is also paddle's$"):
+        load_rooms(tmp_path)
 
 
 @pytest.mark.parametrize("framework", ROOMS)
