@@ -86,6 +86,16 @@ class KnownVariant(Scoped):
             raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
         return name
 
+    @model_validator(mode="after")
+    def _within_its_rule(self):
+        """An entry scopes itself within the runs its variant can hold in at all (its declaration's holds_only)."""
+        from .variants import VARIANTS
+        for key, values in VARIANTS[self.variant].holds_only.items():
+            mine = getattr(self, key)
+            if not mine or not set(mine) <= set(values):
+                raise ValueError(f"{self.variant} holds only in runs with {key}: {list(values)}; scope the entry so")
+        return self
+
 
 class KnownFile(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -122,8 +122,10 @@ def cases_md() -> str:
 
 
 def _scope(entry) -> str:
+    """A known.yaml entry's scope, or a {scope key: values} mapping, in words."""
+    scope = entry if isinstance(entry, dict) else entry.scope()
     parts = [f"{key} {value}" if key == "versions" else f"{key}: {', '.join(value)}"
-             for key, value in entry.scope().items() if value]
+             for key, value in scope.items() if value]
     return "; ".join(parts) or "every run"
 
 
@@ -138,6 +140,8 @@ def variants_md() -> str:
            "Each variant's evidence is its room's standalone snippet, `confirm/<variant>.py`.\n"]
     for name, variant in VARIANTS.items():
         out.append(f"\n## `{name}`\n\n- **With it:** {variant.behaviour}.\n- **Reference:** {variant.reference}.\n")
+        if variant.holds_only:
+            out.append(f"- **Holds only in:** runs with {_scope(variant.holds_only)}.\n")
         rows = [[framework, _scope(entry), f"[page]({entry.link})" if entry.link else "◇ none",
                  f"[{Path(entry.snippet).name}](../{entry.snippet})", entry.reason]
                 for framework, entries in known.items() if (entry := entries.get(name))]

@@ -58,3 +58,25 @@ def test_every_rooms_profile_is_consistent_in_every_run(framework):
     for version in versions | {"0.0.1", "999"}:  # each bound, and beyond every bound
         for run in offers(framework).every_run(framework):
             profile(known, run.replace(version=version))
+
+
+def test_an_entry_wider_than_its_variants_scope_rule_is_refused_with_its_line(tmp_path):
+    """A data-parallel variant holds in runs of several replicas only, a compiled program's in graph mode only:
+    a known.yaml entry that leaves the rule's axis open, or names another value, is refused at its line."""
+    assert VARIANTS["replica-grads-summed"].holds_only == {"replicas": ("2",)}
+    assert VARIANTS["compiled-keeps-first-frozen"].holds_only == {"modes": ("graph",)}
+    room = tmp_path / "paddle"
+    (room / "confirm").mkdir(parents=True)
+    (room / "confirm" / "replica_grads_summed.py").write_text("")
+    for scope, refused in [("", True), ("    modes: [eager]\n", True), ("    replicas: ['1', '2']\n", True),
+                           ("    replicas: ['2']\n", False)]:
+        (room / "known.yaml").write_text("variants:\n  - variant: x\n    reason: r\n    link: null\n".replace(
+            "x", "replica-grads-summed") + scope)
+        if refused:
+            with pytest.raises(SpecError, match=r"known.yaml:2.*replica-grads-summed holds only in runs with "
+                                                r"replicas: \['2'\]"):
+                load_known("paddle", rooms=tmp_path)
+        else:
+            assert [v.replicas for v in load_known("paddle", rooms=tmp_path)] == [["2"]]
+    with pytest.raises(ValueError, match="is not a scope of the run axes"):
+        variant("x", "does", "does not", holds_only={"modes": ("jit",)}, default_clear="zeros")

@@ -14,9 +14,10 @@ written for a porting engineer.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from ...run import AXES
 from ..semantics import POINTS, Semantics, merged
 
 
@@ -26,13 +27,25 @@ class Variant:
     behaviour: str   # what a framework with this variant does
     reference: str   # what the reference semantics (and a framework without it) do instead
     changes: Mapping[str, object]  # Semantics point -> its value under this variant
+    # its scope rule: the runs it can hold in at all, as known.yaml scope keys and their values (a compiled
+    # program's behaviour holds in graph mode only); every known.yaml entry of it must scope itself within them
+    holds_only: Mapping[str, tuple] = field(default_factory=dict)
 
 
-def variant(name: str, behaviour: str, reference: str, **changes) -> Variant:
+def variant(name: str, behaviour: str, reference: str, holds_only=None, **changes) -> Variant:
     unknown = sorted(set(changes) - POINTS)
     if unknown or not changes:
         raise ValueError(f"variant {name!r} must change points of Semantics; {unknown or 'none'} given")
-    return Variant(name, behaviour, reference, changes)
+    scopes = {axis.scope: axis.values for axis in AXES if axis.scope and axis.values}
+    for key, values in (holds_only or {}).items():
+        if key not in scopes or not set(values) <= set(scopes[key]):
+            raise ValueError(f"variant {name!r}: holds_only {key}: {values} is not a scope of the run axes")
+    return Variant(name, behaviour, reference, changes, dict(holds_only or {}))
+
+
+# runs a variant can be in force in only (Variant.holds_only)
+COMPILED = {"modes": ("graph",)}
+DATA_PARALLEL = {"replicas": ("2",)}
 
 
 # the topics, in the order the report and docs list variants

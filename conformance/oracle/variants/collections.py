@@ -1,7 +1,7 @@
 """Which parameters the model's collection holds, and which mode each layer runs in."""
 from __future__ import annotations
 
-from . import variant
+from . import COMPILED, variant
 
 DECLARED = [
     variant(
@@ -48,13 +48,13 @@ DECLARED = [
         "train/eval mode the model had then: a later switch of the model's mode does not reach it, so its "
         "BatchNorm layers keep normalising and updating statistics as they did at that first call",
         "each backward runs every layer in the mode the model is in at that step",
-        compiled_grad_keeps_first_mode=True),
+        compiled_grad_keeps_first_mode=True, holds_only=COMPILED),
     variant(
         "compiled-keeps-first-frozen",
         "a compiled step keeps the frozen parameters of its first call: one unfrozen later still gets no "
         "gradient from that step's program, and does not train",
         "a compiled step follows the parameters' current trainable flags",
-        compiled_keeps_first_frozen=True),
+        compiled_keeps_first_frozen=True, holds_only=COMPILED),
     variant(
         "step-skips-frozen",
         "the optimizer step skips frozen parameters, even one that holds a gradient",

@@ -1,7 +1,7 @@
 """What a backward pass leaves in the gradients, and what clearing them does."""
 from __future__ import annotations
 
-from . import variant
+from . import COMPILED, variant
 
 DECLARED = [
     variant(
@@ -35,7 +35,7 @@ DECLARED = [
         "the parameters it reaches instead of adding to the ones they hold: gradients accumulated before "
         "it are lost; later calls of the same path accumulate",
         "every backward pass adds to the gradient a parameter already holds",
-        compiled_first_call_sets_grads=True),
+        compiled_first_call_sets_grads=True, holds_only=COMPILED),
     variant(
         "clear-skips-frozen",
         "clearing gradients skips frozen parameters: one frozen after a backward keeps its last gradient",

@@ -2,7 +2,7 @@
 global batch with the mean loss)."""
 from __future__ import annotations
 
-from . import variant
+from . import DATA_PARALLEL, variant
 
 DECLARED = [
     variant(
@@ -10,38 +10,38 @@ DECLARED = [
         "data-parallel replicas' gradients are summed: each update is the replica count times the single-device "
         "one on the global batch (each replica normalises with its own rows' BatchNorm statistics)",
         "data-parallel training equals one device on the global batch with the mean loss",
-        replica_weight=lambda rows, total, replicas: 1.0),
+        replica_weight=lambda rows, total, replicas: 1.0, holds_only=DATA_PARALLEL),
     variant(
         "replica-grads-averaged",
         "data-parallel replicas' gradients are averaged over the replicas, each the gradient of its own rows' mean: "
         "with unequal shares the samples of a smaller share weigh more (each replica normalises with its own rows' "
         "BatchNorm statistics)",
         "data-parallel training equals one device on the global batch with the mean loss: every sample weighs the same",
-        replica_weight=lambda rows, total, replicas: 1.0 / replicas),
+        replica_weight=lambda rows, total, replicas: 1.0 / replicas, holds_only=DATA_PARALLEL),
     variant(
         "replica-stats-own-rows",
         "each data-parallel replica normalises its rows with their own BatchNorm statistics and updates its own "
         "running statistics (a read gives replica 0's), while the replicas' gradients combine as one device's on "
         "the global batch would",
         "BatchNorm normalises the global batch with its statistics, as on one device",
-        replica_stats_own_rows=True),
+        replica_stats_own_rows=True, holds_only=DATA_PARALLEL),
     variant(
         "replica-clip-before-combining",
         "gradient clipping (global norm or per variable) applies to each data-parallel replica's share of the "
         "combined gradient (its own gradient as the combination weighs it), before the shares are added: a global "
         "norm is never measured on the combined gradient",
         "clipping applies to the combined gradient, as on one device",
-        replica_clip_before_combining=True),
+        replica_clip_before_combining=True, holds_only=DATA_PARALLEL),
     variant(
         "replica-stats-read-averaged",
         "each data-parallel replica keeps its own BatchNorm running statistics, and reading them gives their mean "
         "over the replicas (a sync-on-read variable)",
         "running statistics are those of one device on the global batch",
-        replica_stats_read_averaged=True),
+        replica_stats_read_averaged=True, holds_only=DATA_PARALLEL),
     variant(
         "unused-params-refused",
         "a data-parallel step after one in which a trainable parameter got no gradient raises, unless the engine "
         "was told that parameters may go unused (find_unused_parameters=True); every later step raises too",
         "a parameter that gets no gradient on a data-parallel step is left alone, as on one device",
-        unused_params_refused=True),
+        unused_params_refused=True, holds_only=DATA_PARALLEL),
 ]
