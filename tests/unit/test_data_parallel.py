@@ -137,7 +137,7 @@ def test_the_oracle_observes_a_data_parallel_case_and_a_summing_engine_diverges(
         assert record.verdict == "divergence" and {"replicas agree on bn.running_mean", "value a.weight"} <= failed
         assert "replicas agree on a.weight" not in failed
         explained = run_instance(ref.ReferenceRunner(variants=["replica-grads-summed"]), instance,
-                                 [KnownVariant(variant="replica-grads-summed", reason="r", link=None)])
+                                 [KnownVariant(variant="replica-grads-summed", reason="r", link=None, replicas=["2"])])
         assert explained.unexplained is None
 
 
