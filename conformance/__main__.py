@@ -279,7 +279,7 @@ def main(argv=None) -> int:
                        help="every run the framework's room offers on --device, each to its own results file")
     p_run.add_argument("--nodes", type=_count, default=1, metavar="N",
                        help="a data-parallel run's ranks spread over N hosts, each started by the framework's "
-                            "launcher with its multi-node flags (default 1; README, Several hosts)")
+                            "launcher with its multi-node flags (default 1; docs/data-parallel.md, Several hosts)")
     p_run.add_argument("--node-address", default="127.0.0.1", metavar="HOST",
                        help="this host as the other nodes reach it (default 127.0.0.1: every node starts here)")
     p_run.add_argument("-k", metavar="SUBSTRING", help="only instance ids containing SUBSTRING")

@@ -1,4 +1,4 @@
-"""The prepared accelerator run: one command on a GPU machine (README, "On a GPU machine").
+"""The prepared accelerator run: one command on a GPU machine (docs/devices.md, "On a GPU machine without network").
 
     tools/device-run [--device cuda] [--framework NAME ...] [--budget SECONDS] [-k SUBSTRING] [--out DIR]
 

@@ -4,7 +4,7 @@ committed files to what this writes.
 - spec.md: the case vocabulary, from the pydantic models' field descriptions, and the layer kinds;
 - cases.md: every case of the spec, by topic;
 - variants.md: every variant of the reference semantics, and the rooms whose known.yaml lists it;
-- rooms.md: the run axes, and each room's runs and expected outcomes;
+- rooms.md: the run axes, and each room's tox envs (from its room.yaml), runs and expected outcomes;
 - audit.md: the kinds of finding of `audit`, and the rooms with a probe;
 - reliability.md: each kind of bad input or fault and what happens, from tests/reliability.yaml.
 
@@ -23,6 +23,7 @@ from ..oracle.known import REPOSITORY, RUNNERS_DIR, load_known
 from ..oracle.variants import VARIANTS
 from ..run import AXES
 from ..runners import ROOMS, offers
+from ..runners.manifest import load_rooms
 from ..spec import FEATURES, SPEC_DIR, load_spec, spec_hash
 from ..spec import layers as layer_kinds
 from ..spec import model as spec_model
@@ -150,18 +151,48 @@ def variants_md() -> str:
     return "".join(out)
 
 
+def _unpinned(requirement: str) -> bool:
+    from packaging.requirements import Requirement
+    return not Requirement(requirement).specifier
+
+
+def _envs(manifest) -> str:
+    """A room's tox envs, as its room.yaml declares them."""
+    rows = []
+    for env in manifest.envs:
+        bench = ("yes" + (f" (asv's env adds {', '.join(env.bench_extras)})" if env.bench_extras else "")
+                 if env.bench else "no")
+        rows.append([f"`{env.name}`", ", ".join(f"`{r}`" + (" (the newest)" if _unpinned(r) else "")
+                                                for r in env.deps + env.extras),
+                     env.python or "tox's own", f"no: {env.outside_labels}" if env.outside_labels else "yes", bench])
+    return _table(["env", "pins", "python", "in CI and the main job", "benchmarked"], rows)
+
+
 def rooms_md() -> str:
     instances = {i.id: i for i in load_spec()}
-    out = [_stamp("conformance/run.py, each room's __init__.py (OFFERS) and expected.yaml"), "# Runs and rooms\n",
+    manifests = load_rooms()
+    out = [_stamp("conformance/run.py and each room's room.yaml, __init__.py (OFFERS) and expected.yaml"),
+           "# Runs and rooms\n",
            "\n## Run axes\n\nA run is one value of each axis; each writes its own results file, named by its "
            "axes. `known.yaml` and `expected.yaml` entries scope themselves by the keys below.\n\n",
            _table(["axis", "values", "default", "option", "scope key", "what"],
                   [[a.name, ", ".join(ROOMS) if a.name == "framework" else ", ".join(a.values) if a.values
                     else "the adapter's words", a.default or "-",
-                    f"--{a.name}" if a.option else "-", a.scope or "-", a.help] for a in AXES])]
+                    f"--{a.name}" if a.option else "-", a.scope or "-", a.help] for a in AXES]),
+           "\n## Tox envs\n\nEach room installs its framework in tox envs, one per version, declared in its "
+           "`room.yaml`: `tox -e <env>` runs every run the room offers into `reports/results/`, and `tox -e "
+           "<env>-tests` runs them, then the room's tests, its confirm snippets, the contract test and the "
+           "benchmark check. An env in CI and the main job has its `<env>-tests` in tox's label `tests` (`tox -m "
+           "tests`, which `.ci/run` runs) and its `<env>` in `frameworks` (`tox -m frameworks`, which `tox -e "
+           "report` runs); an env outside them says why, and runs only when named. A benchmarked env is one of "
+           "`tox -e bench`'s and has an `include` entry in `asv.conf.json`. An env with a python needs that "
+           "Python on PATH (`tools/with-python312` puts pyenv's 3.12 there); the others run on tox's own. "
+           "Each room's section lists its envs.\n"]
     for framework in ROOMS:
         room = offers(framework)
-        out.append(f"\n## {framework}\n\nDevices: {', '.join(room.devices)}. Runs (`python -m conformance run "
+        out.append(f"\n## {framework}\n\nTox envs (`conformance/runners/{framework}/room.yaml`):\n\n"
+                   + _envs(manifests[framework]))
+        out.append(f"\nDevices: {', '.join(room.devices)}. Runs (`python -m conformance run "
                    f"--framework {framework} --every-run`): "
                    + ", ".join(r.execution for r in room.every_run(framework)) + ".\n")
         for axis, why in room.refused.items():

@@ -1,5 +1,5 @@
-"""The registry of rooms: one folder per framework, with the same files in each (README: "Adding a
-framework"). A room's room.yaml names its tox envs and its place in the report. Its __init__.py declares
+"""The registry of rooms: one folder per framework, with the same files in each (docs/contributing.md:
+"A framework"). A room's room.yaml names its tox envs and its place in the report. Its __init__.py declares
 what it offers (OFFERS) and names its adapter class (ADAPTER), and, where some of its runs have an adapter
 class of their own, that class for the runs with those axes (ADAPTERS: (axes, 'module:Class') pairs); it
 imports nothing of its framework, so the registry reads it anywhere. The framework is imported only when a

@@ -1,4 +1,4 @@
-"""A room's data-parallel run over two nodes on this host (README, Several hosts): each node's ranks started by the
+"""A room's data-parallel run over two nodes on this host (docs/data-parallel.md, Several hosts): each node's ranks started by the
 framework's launcher with its multi-node flags give the verdicts its one-node run recorded."""
 from pathlib import Path
 

@@ -1,4 +1,10 @@
-"""The committed docs/*.md are what `python -m conformance docs` writes from the committed inputs."""
+"""The committed docs/*.md are what `python -m conformance docs` writes from the committed inputs; README and
+the pages by hand link only to what exists."""
+import re
+from pathlib import Path
+
+import pytest
+
 from conformance.__main__ import main
 from conformance.report import docs
 
@@ -33,3 +39,53 @@ def test_every_test_the_reliability_page_names_exists():
         for test in row["tests"]:
             path, name = test.split("::")
             assert re.search(rf"^def {name}\(", (REPOSITORY / path).read_text(), re.M), f"{test} does not exist"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# README's two commands for a fresh machine: the main job, and the tests (which .ci/run runs)
+MAIN_JOB = "pip install tox && tools/with-python312 tox -e report"
+TESTS = "pip install tox && tools/with-python312 tox -m tests -p auto"
+
+
+def test_readme_is_a_short_guide_with_the_two_commands():
+    """README is the newcomer's guide (reference material lives in docs/): at most 220 lines, with the two
+    commands exactly as a fresh machine runs them, and .ci/run running the tests command."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 220, f"README.md has {len(readme.splitlines())} lines, more than 220: move reference material to docs/"
+    for command in (MAIN_JOB, TESTS):
+        assert f"\n    {command}\n" in readme, f"README.md lacks the command `{command}` (as an indented line of its own)"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^tools/with-python312 python3 -m tox -m tests -p auto\b", ci, re.M), \
+        ".ci/run no longer runs README's test command"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))])
+def test_relative_links_and_images_resolve(page):
+    """Every relative link or image of README.md and docs/*.md names a file that exists, and a #heading it has."""
+    path = ROOT / page
+    text = re.sub(r"^(    |\t).*$", "", path.read_text(encoding="utf-8"), flags=re.M)  # code blocks hold no links
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file, _, fragment = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif fragment and linked.suffix == ".md" and fragment not in {
+                _anchor(h) for h in re.findall(r"^#+ (.*)$", linked.read_text(encoding="utf-8"), re.M)}:
+            broken.append(f"{target}: no such heading")
+    assert not broken, f"{page}: {broken}"
+
+
+def test_the_rooms_page_lists_every_env_of_the_manifests():
+    from conformance.runners.manifest import load_rooms
+    page = docs.rooms_md()
+    for framework, manifest in load_rooms().items():
+        for env in manifest.envs:
+            assert f"| `{env.name}` |" in page, f"docs/rooms.md does not list {framework}'s env {env.name}"

@@ -126,7 +126,7 @@ class JaxRunner(Runner):
     def accelerator(self) -> str:
         if self.device != "cuda":
             return ""
-        # the precision of float32 matmuls and convolutions: JAX's default lets a GPU use TF32 (README, Between devices)
+        # the precision of float32 matmuls and convolutions: JAX's default lets a GPU use TF32 (docs/devices.md, the H200 run)
         precision = jax.config.jax_default_matmul_precision or "default"
         return (f"{self.jax_device.device_kind}, driver {nvidia_driver()}, jaxlib {jax.lib.__version__}, "
                 f"matmul precision {precision}")
