@@ -24,7 +24,7 @@ from ..oracle.variants import VARIANTS
 from ..run import AXES
 from ..runners import ROOMS, offers
 from ..runners.manifest import load_rooms
-from ..spec import FEATURES, SPEC_DIR, load_spec, spec_hash
+from ..spec import FEATURES, load_spec, spec_hash
 from ..spec import layers as layer_kinds
 from ..spec import model as spec_model
 from ..spec import safe_yaml

@@ -397,7 +397,7 @@ def findings_markdown(columns: list[Column], counts: pd.DataFrame, seeds: list[d
     reports' outcomes per run, and which variant each run's profile needed how often."""
     runs = [c for c in columns if c.doc]
     suites = sorted({c.doc.environment.suite_sha for c in runs}) or ["no runs"]
-    lines = [f"# Findings\n", f"Written by `python -m conformance report` on {built} from {len(runs)} results files; "
+    lines = ["# Findings\n", f"Written by `python -m conformance report` on {built} from {len(runs)} results files; "
              f"suite commit {', '.join(_md(s) for s in suites)}. One row or column per run: framework, version "
              f"and what tells the run apart (device, mode with its backend, api).\n",
              "## Verdicts per run\n",

@@ -3,7 +3,6 @@ import pytest
 
 from conformance.spec import Model, SpecError, load_spec
 from conformance.spec import layers as layer_kinds
-from conformance.spec.model import Case
 
 
 def model(**layers):
