@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.runners.base import Unavailable
-from conformance.runners.tensorflow.runner import TensorFlowRunner
+from conformance.runners.tensorflow.runner import launch_workers
 
 SCRIPT = """
 import json, os, sys, time
@@ -53,11 +53,11 @@ def test_a_failing_worker_ends_the_others_with_its_status(tmp_path):
 
 def test_workers_on_another_host_are_refused_in_one_line():
     with pytest.raises(Unavailable, match="TF_CONFIG names every worker's host:port"):
-        TensorFlowRunner.launch_ranks(2, "script.py", 2, 0, "192.0.2.1:1234")
+        launch_workers(2, "script.py", 2, 0, "192.0.2.1:1234")
 
 
 def test_the_nodes_share_one_cluster_listing():
     master = "127.0.0.1:1"
-    argvs = [TensorFlowRunner.launch_ranks(4, "script.py", 2, node, master) for node in (0, 1)]
+    argvs = [launch_workers(4, "script.py", 2, node, master) for node in (0, 1)]
     assert argvs[0][-2] == argvs[1][-2] and argvs[0][-2].split(",")[0] == master
     assert [argv[-4:-2] for argv in argvs] == [["0", "2"], ["2", "2"]]
