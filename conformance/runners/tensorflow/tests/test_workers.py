@@ -1,5 +1,6 @@
 """workers.py, the tensorflow room's several-nodes start: each worker gets TF_CONFIG naming the whole cluster and
-its own index, and one failing worker ends its node's others with its exit status."""
+its own index, and one failing worker ends its node's others with its exit status; on one node the replicas run
+in the run's own process."""
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance.runners.base import Unavailable
-from conformance.runners.tensorflow.runner import launch_workers
+from conformance.runners.tensorflow.runner import TensorFlowRunner, launch_workers
 
 SCRIPT = """
 import json, os, sys, time
@@ -49,6 +50,11 @@ def test_each_worker_is_told_the_cluster_and_its_index(tmp_path):
 def test_a_failing_worker_ends_the_others_with_its_status(tmp_path):
     code, took, _ = start(tmp_path, failing=3)
     assert code == 3 and took < 60  # the other worker sleeps 600 s unless it is ended
+
+
+def test_one_node_runs_its_replicas_in_process_and_several_start_workers():
+    assert TensorFlowRunner.parallelism.launcher(1) is None  # MirroredStrategy, in the run's worker
+    assert TensorFlowRunner.parallelism.launcher(2).launch is launch_workers
 
 
 def test_workers_on_another_host_are_refused_in_one_line():
