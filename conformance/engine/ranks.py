@@ -44,14 +44,14 @@ from pathlib import Path
 from ..kernel.lines import one_line
 from ..kernel.processes import die_with_parent
 from ..run import Run
-from ..runners.base import free_port
+from ..runners.base import RankGroup, free_port
 from ..spec import Case
 from .judge import observe_safely
 from .scenario import merge_replicas
 
 ADDRESS_ENV = "CONFORMANCE_RANKS_ADDRESS"  # host:port of the coordinator
 KEY_ENV = "CONFORMANCE_RANKS_KEY"  # its connections' authentication key, hex
-RUN_ENV = "CONFORMANCE_RANKS_RUN"  # {"run": the run's axes, "adapter": the adapter's path}, JSON
+RUN_ENV = "CONFORMANCE_RANKS_RUN"  # {"run": the run's axes, "adapter": the adapter's path, "nodes": N}, JSON
 ENTRY = Path(__file__).with_name("rank_entry.py")  # the script a launcher starts on every rank
 JOIN_TIMEOUT = 180.0  # seconds for every rank to import its framework, join the group and say it is ready
 REMOTE_JOIN_TIMEOUT = 600.0  # the same where a person starts the other hosts' launchers
@@ -89,12 +89,12 @@ class GroupFailed(Exception):
     """The rank group could not start, or lost a rank; the message is one line."""
 
 
-class RankGroup:
-    """The ranks of one data-parallel run, started by `adapter.launch_ranks(world, script, ...)` (the launcher's
-    argv, one per node) and replaced after a failure."""
+class Ranks:
+    """The ranks of one data-parallel run, started by the launcher its room declares (runners/base.py's RankGroup:
+    `launch(world, script, ...)` is the launcher's argv, one per node) and replaced after a failure."""
 
-    def __init__(self, adapter, path: str, run: Run, tag: str = "", nodes: Nodes = Nodes()):
-        self.adapter, self.path, self.run, self.nodes = adapter, path, run, nodes
+    def __init__(self, declared: RankGroup, path: str, run: Run, tag: str = "", nodes: Nodes = Nodes()):
+        self.launch, self.path, self.run, self.nodes = declared.launch, path, run, nodes
         self.world = int(run.replicas)
         self.launchers: list[subprocess.Popen] = []  # this host's, one per node started here
         self.conns: list = []  # by rank
@@ -119,14 +119,14 @@ class RankGroup:
         # and run on this interpreter, where a launcher (msrun) starts `python` from PATH
         bin_path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
         ours = {ADDRESS_ENV: f"{host}:{port}", KEY_ENV: key.hex(), "PYTHONPATH": path, "PATH": bin_path,
-                RUN_ENV: json.dumps({"run": asdict(self.run), "adapter": self.path})}
+                RUN_ENV: json.dumps({"run": asdict(self.run), "adapter": self.path, "nodes": self.nodes.count})}
         self.log_files = []
         stamp = int(time.time() * 1000)
         count = self.nodes.count
         master = "" if count == 1 else f"{self.nodes.address}:{free_port(host)}"  # the launchers' rendezvous
         for node in range(count):
-            argv = (self.adapter.launch_ranks(self.world, str(ENTRY)) if count == 1 else
-                    self.adapter.launch_ranks(self.world, str(ENTRY), count, node, master))
+            argv = (self.launch(self.world, str(ENTRY)) if count == 1 else
+                    self.launch(self.world, str(ENTRY), count, node, master))
             if node and not self.nodes.here:  # another host's: a person starts it there
                 print(f"node {node} of {count}: on that host, in this checkout, within {REMOTE_JOIN_TIMEOUT:g} s, "
                       f"run: env {shlex.join(f'{k}={v}' for k, v in ours.items())} {shlex.join(argv)}",
@@ -283,7 +283,7 @@ def rank_main() -> None:
     given = json.loads(os.environ[RUN_ENV])
     run = Run(**given["run"])
     adapter = load_adapter(given["adapter"], run.framework)  # what fails here, the launcher's log says
-    if adapter.launcher_helper():  # no rank: the launcher's own process (msrun's scheduler) sets up and serves
+    if adapter.parallelism.launcher(given["nodes"]).not_a_rank():  # the launcher's own (msrun's scheduler) serves
         adapter(run)
         return
     host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)

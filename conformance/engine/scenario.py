@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..runners.base import Runner, Unsupported
+from ..runners.base import InProcess, Runner, Unsupported
 from ..spec import (FEATURES, PADDING_PROBE, Case, defaults_of, expect_steps, features_of, param_names,
                     replica_loss_weights, schedule)
 
@@ -139,30 +139,34 @@ def observe(runner: Runner, case: Case) -> Observation:
     lacking = [f for f in features_of(case) if f not in runner.features]
     if lacking:
         raise Unsupported(f"the {runner.framework} adapter does not express {FEATURES[lacking[0]]}")
-    replicas = case.data_parallel.replicas if case.data_parallel else 1
-    if not runner.emulates_replicas and runner.run.replicas != str(replicas):
+    dp = case.data_parallel
+    # the one place the engine asks what kind of data parallelism a room declares: a runner that drives every
+    # replica of a step itself (InProcess), or one rank of a group that observes its own rows (RankGroup)
+    in_process = dp is not None and isinstance(runner.parallelism, InProcess)
+    replicas = dp.replicas if dp else 1
+    if not (in_process and runner.parallelism.any_replicas) and runner.run.replicas != str(replicas):
         raise Unsupported(f"a data-parallel case of {replicas} replicas: it runs with --replicas {replicas}"
                           if replicas > 1 else "a single-process case: it runs in the runs with --replicas 1")
-    if case.data_parallel and not runner.emulates_replicas and runner.launch_ranks is None:
-        raise Unsupported(f"the {runner.framework} room has no rank group for data-parallel runs")
-    runner.data_parallel = case.data_parallel  # before build: the engine's settings (find_unused)
+    if dp and runner.parallelism is None:
+        raise Unsupported(f"the {runner.framework} room has no data parallelism")
+    runner.data_parallel = dp  # before build: the engine's settings (find_unused)
     runner.build(case.model, initial_values(case))
     runner.make_optimizer(case.optimizer)
     trainer = runner.api == "trainer"
     if trainer and (why := trainer_refusal(case)):
         raise Unsupported(why)
     obs = Observation(trainable=runner.trainable(), optimizer_params=runner.optimizer_params(),
-                      initial=runner.values(), grads_observed=not trainer and runner.grads_readable,
+                      initial=runner.values(),
+                      grads_observed=not trainer and (dp is None or runner.parallelism.grads_readable),
                       defaults=runner.defaults() if defaults_of(case.model, case.optimizer) else {})
     raising = may_raise(case)
-    dp = case.data_parallel
 
     def apart() -> frozenset:  # what replicas the runner drives itself hold other values of (a rank group's: merged)
-        return frozenset(runner.disagreeing()) if dp and runner.emulates_replicas else frozenset()
+        return frozenset(runner.disagreeing()) if in_process else frozenset()
     for index, step in enumerate(schedule(case)):
         x, t = batch(case, index if step.batch is None else step.batch, step.path, step.batch_size, step.all_padding)
         path = step.path
-        if dp and not runner.emulates_replicas:  # one rank of a group: its rows; the framework combines the ranks
+        if dp and not in_process:  # one rank of a group: its rows; the framework combines the ranks
             path = step.replica_paths.get(runner.rank, step.path)
             rows = list(dp.rows(len(x))[runner.rank])
             x, t = np.asarray(x)[rows], np.asarray(t)[rows]
@@ -185,7 +189,7 @@ def observe(runner: Runner, case: Case) -> Observation:
             else:
                 if step.clear and not trainer:
                     runner.clear_grads(case.clear)
-                if dp and runner.emulates_replicas:  # every replica's path over its rows of the global batch
+                if in_process:  # every replica's path over its rows of the global batch
                     shards = [(step.replica_paths.get(r, step.path), rows) for r, rows in enumerate(dp.rows(len(x)))]
                     loss = runner.forward_replicas(shards, x, t, train=step.train, backward=step.backward, **loss_fn)
                 else:

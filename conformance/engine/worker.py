@@ -25,7 +25,7 @@ from ..run import Run
 from ..runners import FrameworkMissing, Unavailable, load_adapter
 from ..spec import Case, Instance
 from .judge import DEFAULT_TIMEOUT, TimeLimit, judge, observe_safely, reference_of, refusal, time_limit
-from .ranks import GroupFailed, Nodes, RankGroup
+from .ranks import GroupFailed, Nodes, Ranks
 
 STARTUP_TIMEOUT = 300.0  # importing a framework can take long on a cold disk
 POLL_S = 0.1  # how soon a dead worker is noticed while a child it forked holds its pipes open
@@ -51,12 +51,13 @@ def _worker_main(conn, path: str, run: Run, parent: int, nodes: Nodes) -> None:
     group = None
     try:
         adapter = load_adapter(path, run.framework)
-        if nodes.count > 1 and adapter.launch_ranks is None:
+        # a data-parallel run's processes: a launcher's ranks, or none besides this one
+        launcher = adapter.parallelism.launcher(nodes.count) if adapter.parallelism and run.replicas != "1" else None
+        if nodes.count > 1 and launcher is None:
             raise Unavailable(f"{run.framework} runs its replicas in one process, with no launcher: it has no "
                               f"--nodes")
-        ranks = adapter.launch_ranks is not None and (nodes.count > 1 or not adapter.replicas_in_process)
-        if run.replicas != "1" and ranks:  # data-parallel over a rank group: this process coordinates
-            group = RankGroup(adapter, path, adapter.offers.resolve(run), os.environ.get(TAG, ""), nodes)
+        if launcher is not None:  # this process coordinates the ranks
+            group = Ranks(launcher, path, adapter.offers.resolve(run), os.environ.get(TAG, ""), nodes)
             version, backend, accelerator, packages = group.start()
             conn.send(("ready", version, backend, accelerator, packages))
         else:

@@ -42,7 +42,7 @@ import re
 
 import numpy as np
 
-from ..runners.base import Offers, Runner
+from ..runners.base import InProcess, Offers, Runner
 from ..spec import (FEATURES, OPTIMIZER_FIELDS, TORCH_IGNORE_INDEX, ClearMode, CrossEntropy, Model, Optimizer, defaults_of,
                     replica_loss_weights)
 from .semantics import REFERENCE, Semantics
@@ -272,7 +272,9 @@ PLAIN_CONTAINERS = ("plain_list", "plain_dict", "plain_tuple")
 class ReferenceRunner(Runner):
     framework = "reference"
     features = frozenset(FEATURES)
-    offers = Offers(devices=("cpu",), runs=({}, {"replicas": "2"}))  # it emulates the replicas itself
+    offers = Offers(devices=("cpu",), runs=({}, {"replicas": "2"}))
+    # every replica of a data-parallel step in turn (forward_replicas), as many as the case asks, in any run
+    parallelism = InProcess(any_replicas=True)
 
     def __init__(self, run=None, variants=(), **axes):
         super().__init__(run, **axes)
@@ -689,7 +691,6 @@ class ReferenceRunner(Runner):
     _replica_start: dict | None = None  # forward_replicas: the gradients held when the combined step began
     _grad_scale = 1.0  # a data-parallel replica's weight in the combined gradient (forward_replicas)
     _clipped_apart = False  # replica-clip-before-combining: the replicas' gradients were clipped already
-    emulates_replicas = True  # runs every replica of a data-parallel step itself (forward_replicas)
 
     def clear_grads(self, mode: ClearMode):
         if mode == "default" and self.sem.default_clear == "zeros":

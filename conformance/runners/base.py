@@ -14,6 +14,7 @@ import socket
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, ClassVar
 
 import numpy as np
 
@@ -59,33 +60,64 @@ class Offers:
         raise Unavailable(f"the {run.framework} room offers the runs {offered}; not {run.execution}")
 
 
+# ---------------------------------------------------------------- data parallelism, as a room declares it
+def _never() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class RankGroup:
+    """Data parallelism on an engine that runs one process per rank (torch's DDP under torchrun, paddle's launch,
+    msrun). `launch(world, script, nodes=1, node=0, master="")` is the argv of the framework's own launcher that
+    starts `world` ranks, each running `script`; with nodes > 1, node `node`'s world // nodes of them, meeting the
+    other nodes at `master` (host:port, where node 0's launcher listens). Each rank's runner joins the framework's
+    process group in its constructor (its `rank`), wraps the model with the engine in `build`, and observes its own
+    rows of every step; the run's worker merges the ranks' observations (engine/ranks.py). `not_a_rank()`, in a
+    process the launcher starts: True where it is the launcher's own (msrun's scheduler runs the script too), which
+    constructs the runner (joining the cluster serves it) and ends."""
+    launch: Callable[..., list[str]]
+    not_a_rank: Callable[[], bool] = _never
+    # each rank reads the gradient the engine combined in backward, as its user does
+    grads_readable: ClassVar[bool] = True
+
+    def launcher(self, nodes: int) -> RankGroup:
+        """What starts a run's processes on `nodes` nodes: this launcher, on one node or several."""
+        return self
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """Data parallelism driven from one process (TF's MirroredStrategy, the oracle): the runner runs every replica
+    of a step itself, `forward_replicas`, and says what the replicas' copies hold different values of,
+    `disagreeing`. `grads_readable` False where the gradient a step applies exists only inside the framework's
+    update (a distribution strategy combines the replicas' gradients in apply_gradients): the gradient checks are
+    then unobserved, never failed. `nodes`: how --nodes is served, a launcher that starts each node's processes,
+    each still driving its replicas itself (TF's workers, one replica each); None where there is no --nodes.
+    `any_replicas`: the runner draws as many replicas as each case asks, whatever its run's --replicas (the
+    oracle)."""
+    grads_readable: bool = True
+    nodes: RankGroup | None = None
+    any_replicas: bool = False
+
+    def launcher(self, nodes: int) -> RankGroup | None:
+        """What starts a run's processes on `nodes` nodes: none on one (the run's worker drives every replica),
+        the `nodes` launcher on several."""
+        return self.nodes if nodes > 1 else None
+
+
 class Runner(ABC):
     framework: str = ""
     offers: Offers = Offers(devices=("cpu",), runs=({},))  # its room's OFFERS
     features: frozenset[str] = frozenset()  # spec features beyond the core it expresses (spec.FEATURES)
     # set by forward when it drew a random number no other runner shares (the oracle's dropout mask)
     drew_random: bool = False
-    # the oracle runs every replica of a data-parallel step itself; a room's runner is one replica of a rank group
-    emulates_replicas: bool = False
-    # a rank group's runner: its rank (from the framework's process group), and the case's data_parallel (set by
-    # observe before build); launch_ranks(world, script, nodes=1, node=0, master="") is the argv of the framework's
-    # launcher that starts `world` ranks each running `script` (engine/ranks.py), None for a room without a rank
-    # group; with nodes > 1 it starts node `node`'s world // nodes ranks, meeting the other nodes at `master`
-    # (host:port, node 0's launcher listens there)
+    # how the room runs a data-parallel case (a RankGroup or InProcess, above); None: it has no data parallelism
+    parallelism: RankGroup | InProcess | None = None
+    # Not the room's but this runner's, so not in its declaration: its rank in the framework's process group (set
+    # by the constructor where the runner joins one), and the case's data_parallel settings (set by observe before
+    # build: find_unused is the engine's wrapper's argument)
     rank: int = 0
     data_parallel = None
-    launch_ranks = None
-    # True where one host's replicas run in this process (TF's MirroredStrategy): launch_ranks then serves --nodes
-    replicas_in_process: bool = False
-    # False where the gradient a step applies exists only inside the framework's update (a distribution strategy
-    # combines the replicas' gradients in apply_gradients): its gradient checks are then unobserved, never failed
-    grads_readable: bool = True
-
-    @staticmethod
-    def launcher_helper() -> bool:
-        """In a process the rank launcher starts: True where it is no rank but the launcher's own helper (msrun's
-        scheduler runs the script too), which constructs the runner (joining the cluster serves it) and ends."""
-        return False
 
     def __init__(self, run: Run | None = None, **axes):
         """Runner(run), or Runner(mode="graph", ...) for a run of this framework with those axes;
@@ -150,6 +182,18 @@ class Runner(ABC):
         forward and backward and updates, as the trainer does); the loss it reports for the batch.
         `loss`: as forward's, the loss the trainer is given."""
         raise Unsupported(f"the {self.framework} adapter has no trainer step")
+
+    def forward_replicas(self, shards: list[tuple[list[str], range]], x: np.ndarray, target: np.ndarray, train: bool,
+                         backward: bool, loss: CrossEntropy | None = None, touch=()) -> float:
+        """parallelism InProcess: one data-parallel step of every replica, as forward's: `shards` is each replica's
+        (path, rows of the global batch x), in rank order; the framework combines the replicas' gradients as its
+        engine does. Returns the global batch's loss (spec.replica_loss_weights)."""
+        raise Unsupported(f"the {self.framework} adapter drives no replicas itself")
+
+    def disagreeing(self) -> set[str]:
+        """parallelism InProcess, after a data-parallel step: the canonical names whose copies on the replicas hold
+        different values."""
+        raise Unsupported(f"the {self.framework} adapter drives no replicas itself")
 
     @abstractmethod
     def grads(self) -> dict[str, np.ndarray | None]:

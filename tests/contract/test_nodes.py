@@ -16,7 +16,7 @@ def test_two_nodes_here_give_the_one_node_verdicts(request, tmp_path):
     if not framework or request.config.getoption("replicas") == "1":
         pytest.skip("pass --framework F (and no --replicas 1) to check a room's data-parallel run over two nodes")
     adapter = load_adapter(adapter_path(framework), framework)
-    if adapter.launch_ranks is None:
+    if adapter.parallelism is None or adapter.parallelism.launcher(2) is None:
         pytest.skip(f"{framework} runs its replicas in one process: it has no --nodes")
     [run] = [r.replace(version=adapter.version()) for r in offers(framework).every_run(framework, "cpu")
              if r.replicas == "2" and (r.mode, r.api) == ("eager", "loop")]  # the hand-written loop's

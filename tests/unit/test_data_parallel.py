@@ -280,3 +280,40 @@ def test_a_compiled_path_first_called_by_one_replica_drops_none_of_the_others_gr
     plain = grads_after(shards)[1]
     compiled = grads_after(shards, ["compiled-first-call-sets-grads"])[1]
     assert np.allclose(compiled["a.weight"], plain["a.weight"])
+
+
+def test_the_engine_drives_a_room_by_the_data_parallelism_it_declares():
+    """One declaration per room: a rank of a RankGroup observes its own rows; an InProcess runner drives every replica
+    of its run's count (the oracle's, of any case's), its gradients unobserved where they cannot be read; a room
+    declaring none runs no data-parallel case. What starts the processes on N nodes is the declaration's launcher."""
+    from conformance.engine.scenario import batch, initial_values, observe
+    from conformance.run import Run
+    from conformance.runners.base import InProcess, RankGroup, Unsupported
+    (instance,) = [i for i in load_spec() if i.id == "dp-unequal-shares-mean[sgd]"]
+    case, two = instance.case, Run("reference", replicas="2")
+
+    class Rank(ref.ReferenceRunner):  # each rank alone on its rows: no engine combines them here
+        parallelism = RankGroup(launch=lambda world, script: [])
+    rank = Rank(two)
+    rank.rank = 1
+    rows = list(case.data_parallel.rows(case.batch_size)[1])
+    x, t = batch(case, 0, case.steps[0].path)
+    alone = ref.ReferenceRunner()
+    alone.build(case.model, initial_values(case))
+    assert np.isclose(observe(rank, case).steps[0].loss,
+                      alone.forward(case.steps[0].path, x[rows], t[rows], True, False))
+
+    class Opaque(ref.ReferenceRunner):  # a strategy that combines the replicas' gradients inside its update
+        parallelism = InProcess(grads_readable=False)
+    opaque = observe(Opaque(two), case)
+    assert not opaque.grads_observed and opaque.steps[0].loss == observe(ref.ReferenceRunner(), case).steps[0].loss
+    with pytest.raises(Unsupported, match="it runs with --replicas 2"):
+        observe(Opaque(), case)
+
+    class Without(ref.ReferenceRunner):
+        parallelism = None
+    with pytest.raises(Unsupported, match="room has no data parallelism"):
+        observe(Without(two), case)
+    assert Rank.parallelism.launcher(1) is Rank.parallelism.launcher(2) is Rank.parallelism
+    assert InProcess().launcher(1) is InProcess().launcher(2) is None
+    assert InProcess(nodes=Rank.parallelism).launcher(2) is Rank.parallelism

@@ -86,7 +86,7 @@ def test_every_rule_binds_modules_that_exist():
     ("conformance.kernel.files", "from ..engine.worker import Worker", False),
     ("conformance.kernel.files", "from .. import results", False),
     ("conformance.kernel", "import conformance.oracle.known", True),
-    ("conformance.runners.tensorflow.workers", "from conformance.engine.ranks import RankGroup", False),
+    ("conformance.runners.tensorflow.workers", "from conformance.engine.ranks import Ranks", False),
     ("conformance.runners.torch.runner", "def build():\n    from ...engine import scenario", False),
     ("conformance.report.docs", "from ..engine.contract import check_run", False),
     ("conformance.report.site", "from ..engine import worker", False),
@@ -105,7 +105,7 @@ def test_an_import_across_the_layers_is_found(module, source, package):
     ("conformance.runners.torch.tests.common", "from conformance.engine.scenario import observe", False),
     ("conformance.report.page", "from ..kernel.files import write_atomic\nfrom ..expected import load_expected", False),
     ("conformance.auditor.cli", "from ..kernel.lines import one_line", False),
-    ("conformance.engine.worker", "from .ranks import RankGroup", False),
+    ("conformance.engine.worker", "from .ranks import Ranks", False),
 ])
 def test_an_import_within_the_layers_passes(module, source, package):
     assert violations(source, module, package) == []

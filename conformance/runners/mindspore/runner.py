@@ -96,7 +96,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 from . import OFFERS
-from ..base import Runner, Unavailable, Unsupported, build_layers, free_port, given_loss, hold, loaded
+from ..base import RankGroup, Runner, Unavailable, Unsupported, build_layers, free_port, given_loss, hold, loaded
 from ...spec import DROPOUT_PROBE, PADDING_PROBE, CrossEntropy, padding_from, Model, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 from .graph import compiled_update, keep_ir_out_of_cwd
@@ -151,6 +151,20 @@ def _scalar(value) -> float:
     return float(array[0])
 
 
+def msrun(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
+    """msrun on this host (its scheduler on a localhost port found free now); each worker's log goes to ./log,
+    in the rank group's temporary folder. --join keeps msrun up for as long as the workers run. On several
+    nodes: this node's --node_rank and its share of the workers, the scheduler at `master` (node 0's)."""
+    host, port = master.rsplit(":", 1) if master else ("127.0.0.1", str(free_port()))
+    return ["msrun", f"--worker_num={world}", f"--local_worker_num={world // nodes}", f"--node_rank={node}",
+            f"--master_addr={host}", f"--master_port={port}", "--log_dir=log", "--join=True", script]
+
+
+def msrun_scheduler() -> bool:
+    """msrun starts the script as its scheduler too, which is no rank: its init() serves the cluster."""
+    return os.environ.get("MS_ROLE") == "MS_SCHED"
+
+
 class MindSporeRunner(Runner):
     framework = "mindspore"
     offers = OFFERS
@@ -158,6 +172,7 @@ class MindSporeRunner(Runner):
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
                           "no-sync", "sync-batchnorm"})
+    parallelism = RankGroup(launch=msrun, not_a_rank=msrun_scheduler)  # ParallelMode.DATA_PARALLEL
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -175,19 +190,6 @@ class MindSporeRunner(Runner):
             init()
             ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL)  # gradients_mean left out
             self.rank = get_rank()
-
-    @staticmethod
-    def launcher_helper() -> bool:
-        return os.environ.get("MS_ROLE") == "MS_SCHED"  # msrun's scheduler: init() serves the cluster
-
-    @staticmethod
-    def launch_ranks(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
-        """msrun on this host (its scheduler on a localhost port found free now); each worker's log goes to ./log,
-        in the rank group's temporary folder. --join keeps msrun up for as long as the workers run. On several
-        nodes: this node's --node_rank and its share of the workers, the scheduler at `master` (node 0's)."""
-        host, port = master.rsplit(":", 1) if master else ("127.0.0.1", str(free_port()))
-        return ["msrun", f"--worker_num={world}", f"--local_worker_num={world // nodes}", f"--node_rank={node}",
-                f"--master_addr={host}", f"--master_port={port}", "--log_dir=log", "--join=True", script]
 
     @staticmethod
     def version() -> str:

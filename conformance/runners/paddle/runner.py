@@ -20,15 +20,26 @@ import sys
 
 import numpy as np
 
-from ..base import Unavailable, loaded
+from ..base import RankGroup, Unavailable, loaded
 from ...spec import Optimizer, param_names
 from .common import ROLES, PaddleBase, loss_of, make_layers, new_optimizer, paddle, read_defaults, run_path
 from .graph import ToStatic
 from .trainer import HapiTrainer
 
 
+def paddle_launch(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
+    """paddle.distributed.launch on this host: it picks a free localhost port for its store, and writes each
+    rank's log under ./log (the rank group's temporary folder). On several nodes: --nnodes, this node's --rank
+    and the --master (node 0's store) every node meets at."""
+    if nodes == 1:
+        return [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(world), script]
+    return [sys.executable, "-m", "paddle.distributed.launch", "--nnodes", str(nodes), "--rank", str(node),
+            "--master", master, "--nproc_per_node", str(world // nodes), script]
+
+
 class PaddleRunner(ToStatic, HapiTrainer, PaddleBase):
     """The dygraph loop: eager, its step paths compiled by to_static (ToStatic), or in hapi's Model (HapiTrainer)."""
+    parallelism = RankGroup(launch=paddle_launch)  # paddle.DataParallel (or hapi's), a process per rank
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -38,16 +49,6 @@ class PaddleRunner(ToStatic, HapiTrainer, PaddleBase):
             paddle.distributed.init_parallel_env()
             self.rank = paddle.distributed.get_rank()
         self.parallel = None
-
-    @staticmethod
-    def launch_ranks(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
-        """paddle.distributed.launch on this host: it picks a free localhost port for its store, and writes each
-        rank's log under ./log (the rank group's temporary folder). On several nodes: --nnodes, this node's --rank
-        and the --master (node 0's store) every node meets at."""
-        if nodes == 1:
-            return [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(world), script]
-        return [sys.executable, "-m", "paddle.distributed.launch", "--nnodes", str(nodes), "--rank", str(node),
-                "--master", master, "--nproc_per_node", str(world // nodes), script]
 
     # ------------------------------------------------------------ the model, as the user builds it
     def build(self, model, values):

@@ -80,8 +80,8 @@ KERAS2 = keras.__version__.startswith("2.")
 
 import numpy as np  # noqa: E402
 
-from ..base import (Runner, Unavailable, Unsupported, build_layers, free_port, given_loss, hold,  # noqa: E402
-                    loaded)
+from ..base import (InProcess, RankGroup, Runner, Unavailable, Unsupported, build_layers, free_port,  # noqa: E402
+                    given_loss, hold, loaded)
 from ...spec import (DROPOUT_PROBE, PADDING_PROBE, Model, Optimizer, defaults_of, padding_from, param_names,
                      replica_loss_weights)  # noqa: E402
 from ...spec import layers as layer_kinds  # noqa: E402
@@ -147,10 +147,26 @@ class Net(keras.Model):
 CLUSTERS: dict[str, list[str]] = {}  # a several-nodes group's rendezvous -> its workers' host:port, worker 0's first
 
 
+def launch_workers(world: int, script: str, nodes: int, node: int, master: str) -> list[str]:
+    """One node's workers, started by workers.py with TF_CONFIG, worker 0 at `master`. TF_CONFIG names every
+    worker's host:port, so every node must be this host's: the other hosts' addresses are not the suite's to know."""
+    host = master.rsplit(":", 1)[0]
+    if not ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
+        raise Unavailable(f"--node-address {host}: TF_CONFIG names every worker's host:port, and only this "
+                          f"host's are known here; tensorflow's --nodes runs on a loopback address")
+    cluster = CLUSTERS.setdefault(master, [master] + [f"{host}:{free_port(host)}" for _ in range(world - 1)])
+    share = world // nodes
+    return [sys.executable, "-m", "conformance.runners.tensorflow.workers", str(node * share), str(share),
+            ",".join(cluster), script]
+
+
 class TensorFlowRunner(KerasTrainer, Runner):
     framework = "tensorflow"
     offers = OFFERS
-    replicas_in_process = True  # MirroredStrategy; launch_ranks serves --nodes
+    # MirroredStrategy drives this host's replicas from this process and combines their gradients inside
+    # apply_gradients, where none can be read; over several nodes, workers.py starts one worker per replica
+    # (MultiWorkerMirroredStrategy), each still driving its replica through the strategy
+    parallelism = InProcess(grads_readable=False, nodes=RankGroup(launch=launch_workers))
     # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
@@ -179,9 +195,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
             self.strategy = tf.distribute.MultiWorkerMirroredStrategy(
                 communication_options=tf.distribute.experimental.CommunicationOptions(
                     implementation=tf.distribute.experimental.CommunicationImplementation.RING))  # CPU collectives
-            self.tf_device = None
-            # its one replica runs in the strategy, which combines it with the other workers'
-            self.emulates_replicas, self.grads_readable = True, False
+            self.tf_device = None  # its one replica runs in the strategy, which combines it with the other workers'
         elif self.run.replicas != "1":  # MirroredStrategy over as many logical CPU devices, in this process
             world = int(self.run.replicas)
             try:
@@ -191,8 +205,6 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 raise Unavailable(f"--replicas {world}: this process's TF devices are already set up ({exc})") from None
             self.strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(world)])
             self.tf_device = None  # the strategy places every replica
-            # every replica runs in this process; the combined gradient exists only inside apply_gradients
-            self.emulates_replicas, self.grads_readable = True, False
 
     def _scope(self):
         """Where variables are made: the strategy's scope (mirrored variables) in a data-parallel run."""
@@ -200,20 +212,6 @@ class TensorFlowRunner(KerasTrainer, Runner):
 
     def _device(self):
         return tf.device(self.tf_device) if self.tf_device is not None else contextlib.nullcontext()
-
-    @staticmethod
-    def launch_ranks(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
-        """Several nodes only (one node's replicas run in this process): this node's workers, started by
-        workers.py with TF_CONFIG, worker 0 at `master`. TF_CONFIG names every worker's host:port, so every
-        node must be this host's: the other hosts' addresses are not the suite's to know."""
-        host = master.rsplit(":", 1)[0]
-        if not ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
-            raise Unavailable(f"--node-address {host}: TF_CONFIG names every worker's host:port, and only this "
-                              f"host's are known here; tensorflow's --nodes runs on a loopback address")
-        cluster = CLUSTERS.setdefault(master, [master] + [f"{host}:{free_port(host)}" for _ in range(world - 1)])
-        share = world // nodes
-        return [sys.executable, "-m", "conformance.runners.tensorflow.workers", str(node * share), str(share),
-                ",".join(cluster), script]
 
     @staticmethod
     def version() -> str:

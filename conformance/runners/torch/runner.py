@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 
 from . import OFFERS, graph
-from ..base import Runner, Unavailable, build_layers, given_loss, hold, loaded, nvidia_driver
+from ..base import RankGroup, Runner, Unavailable, build_layers, given_loss, hold, loaded, nvidia_driver
 from ...spec import DROPOUT_PROBE, PADDING_PROBE, Model, padding_from, Optimizer, defaults_of, param_names
 from ...spec import layers as layer_kinds
 
@@ -41,6 +41,16 @@ def _given(**settings):
     return {k: v for k, v in settings.items() if v != "default"}
 
 
+def torchrun(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
+    """torchrun on this host; --standalone lets it pick a free localhost port for its rendezvous. On several
+    nodes, its static rendezvous: node 0's store at `master`, each node's ranks numbered from its node rank."""
+    if nodes == 1:
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}", script]
+    host, port = master.rsplit(":", 1)
+    return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--node-rank={node}",
+            f"--nproc-per-node={world // nodes}", f"--master-addr={host}", f"--master-port={port}", script]
+
+
 class TorchRunner(Runner):
     framework = "torch"
     offers = OFFERS
@@ -48,6 +58,7 @@ class TorchRunner(Runner):
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
                           "no-sync", "sync-batchnorm"})
+    parallelism = RankGroup(launch=torchrun)  # DistributedDataParallel, a process per rank
 
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
@@ -64,16 +75,6 @@ class TorchRunner(Runner):
             warm_up = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
             warm_up(torch.ones(1, 1)).sum().backward()
         self.ddp = None
-
-    @staticmethod
-    def launch_ranks(world: int, script: str, nodes: int = 1, node: int = 0, master: str = "") -> list[str]:
-        """torchrun on this host; --standalone lets it pick a free localhost port for its rendezvous. On several
-        nodes, its static rendezvous: node 0's store at `master`, each node's ranks numbered from its node rank."""
-        if nodes == 1:
-            return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}", script]
-        host, port = master.rsplit(":", 1)
-        return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--node-rank={node}",
-                f"--nproc-per-node={world // nodes}", f"--master-addr={host}", f"--master-port={port}", script]
 
     @staticmethod
     def version() -> str:

@@ -7,15 +7,19 @@ import time
 from pathlib import Path
 
 from conformance.oracle.reference import ReferenceRunner
-from conformance.runners.base import Offers
+from conformance.runners.base import Offers, RankGroup
 
 LAUNCHER = Path(__file__).with_name("fake_launcher.py")
+
+
+def fake_launch(world, script, nodes=1, node=0, master=""):  # a node's launcher starts its share of the ranks
+    return [sys.executable, str(LAUNCHER), str(world // nodes), script, str(node * (world // nodes))]
 
 
 class RankRunner(ReferenceRunner):
     framework = "reference"
     offers = Offers(devices=("cpu",), runs=({}, {"replicas": "2"}))
-    emulates_replicas = False
+    parallelism = RankGroup(launch=fake_launch)
     features = ReferenceRunner.features
 
     def __init__(self, run=None, **axes):
@@ -23,10 +27,6 @@ class RankRunner(ReferenceRunner):
         self.rank = int(os.environ.get("FAKE_RANK", "0"))
         if os.environ.get("FAKE_RANK_NEVER_READY") and self.rank == 1:
             time.sleep(3600)
-
-    @staticmethod
-    def launch_ranks(world, script, nodes=1, node=0, master=""):  # a node's launcher starts its share of the ranks
-        return [sys.executable, str(LAUNCHER), str(world // nodes), script, str(node * (world // nodes))]
 
     def build(self, model, values):
         if "raisesalone" in model.layers:  # rank 1 raises while rank 0 waits, as in a collective
@@ -44,6 +44,5 @@ class RankRunner(ReferenceRunner):
 
 
 class NoLauncherRunner(RankRunner):
-    @staticmethod
-    def launch_ranks(world, script):
-        return [sys.executable, "-c", "print('launcher: no such host'); raise SystemExit(3)"]
+    parallelism = RankGroup(launch=lambda world, script: [
+        sys.executable, "-c", "print('launcher: no such host'); raise SystemExit(3)"])

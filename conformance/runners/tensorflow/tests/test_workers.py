@@ -1,5 +1,6 @@
 """workers.py, the tensorflow room's several-nodes start: each worker gets TF_CONFIG naming the whole cluster and
-its own index, and one failing worker ends its node's others with its exit status."""
+its own index, and one failing worker ends its node's others with its exit status; on one node the replicas run
+in the run's own process."""
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance.runners.base import Unavailable
-from conformance.runners.tensorflow.runner import TensorFlowRunner
+from conformance.runners.tensorflow.runner import TensorFlowRunner, launch_workers
 
 SCRIPT = """
 import json, os, sys, time
@@ -51,13 +52,18 @@ def test_a_failing_worker_ends_the_others_with_its_status(tmp_path):
     assert code == 3 and took < 60  # the other worker sleeps 600 s unless it is ended
 
 
+def test_one_node_runs_its_replicas_in_process_and_several_start_workers():
+    assert TensorFlowRunner.parallelism.launcher(1) is None  # MirroredStrategy, in the run's worker
+    assert TensorFlowRunner.parallelism.launcher(2).launch is launch_workers
+
+
 def test_workers_on_another_host_are_refused_in_one_line():
     with pytest.raises(Unavailable, match="TF_CONFIG names every worker's host:port"):
-        TensorFlowRunner.launch_ranks(2, "script.py", 2, 0, "192.0.2.1:1234")
+        launch_workers(2, "script.py", 2, 0, "192.0.2.1:1234")
 
 
 def test_the_nodes_share_one_cluster_listing():
     master = "127.0.0.1:1"
-    argvs = [TensorFlowRunner.launch_ranks(4, "script.py", 2, node, master) for node in (0, 1)]
+    argvs = [launch_workers(4, "script.py", 2, node, master) for node in (0, 1)]
     assert argvs[0][-2] == argvs[1][-2] and argvs[0][-2].split(",")[0] == master
     assert [argv[-4:-2] for argv in argvs] == [["0", "2"], ["2", "2"]]
