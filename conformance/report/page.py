@@ -65,6 +65,11 @@ def safe_href(target, anchor: bool = False) -> str | None:
     return urlunsplit(parts) if parts.scheme in ("http", "https") and parts.hostname else None
 
 
+# One environment per process: jinja2 compiles each template once, not once per page built.
+TEMPLATES = Environment(loader=PackageLoader("conformance.report", "templates"), autoescape=select_autoescape(["html"]))
+TEMPLATES.filters["safe_href"] = safe_href
+
+
 @dataclass
 class Column:
     """One run (framework, version, device, mode, api): a column of the report."""
@@ -470,8 +475,7 @@ def build(results_dirs=(Path("reports/results"),), out_dir: Path = Path("reports
     table = long_table(columns)
     rows = case_rows(columns, spec_dir or SPEC_DIR)
     bench = load_benchmarks(bench_dir, warn) if bench_dir else None
-    env = Environment(loader=PackageLoader("conformance.report", "templates"), autoescape=select_autoescape(["html"]))
-    env.filters["safe_href"] = safe_href
+    env = TEMPLATES
     built, counts, seeds = (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                             summary_counts(table, columns), _grouped(rows[rows.topic == "seeds"]))
     page = env.get_template("report.html").render(

@@ -34,7 +34,6 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel
 
 from ..kernel.files import write_atomic
@@ -43,7 +42,7 @@ from ..run import AXES
 from ..spec import SPEC_DIR
 from ..spec.safe_yaml import read_text
 from .bench import one_line
-from .page import (CELL, Column, OutputError, _grouped, _no_formula, case_rows, cell_class, defaults_table,
+from .page import (CELL, TEMPLATES, Column, OutputError, _grouped, _no_formula, case_rows, cell_class, defaults_table,
                    device_differences, execution_differences, load_columns, long_table, mostly_errors, profile_table, safe_href,
                    summary_counts, variants_of, version_changes, version_key)
 
@@ -306,8 +305,7 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
     pages = {base: page_name(base) for base in dict.fromkeys(rows.base_id)}
     records = {(case.id, col.key): case for col in runs for case in col.doc.cases}
 
-    env = Environment(loader=PackageLoader("conformance.report", "templates"), autoescape=select_autoescape(["html"]))
-    env.filters["safe_href"] = safe_href
+    env = TEMPLATES
     common = dict(built=built, legend=CELL, warnings=warnings, runs=runs, columns=columns, cell_class=cell_class)
     stamp = dict(suites=sorted({c.doc.environment.suite_sha for c in runs}),
                  newest=max((c.doc.environment.finished or c.doc.environment.started for c in runs), default=""),

@@ -83,7 +83,7 @@ class Layer(_Strict):
     """embedding: the row that never gets a gradient"""
     dropout: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
     """rate: zeroes inputs at random in train mode and scales the rest by 1 / (1 - rate)"""
-    tie: str | None = None
+    tie: Annotated[str, Field(min_length=1)] | None = None
     """another layer's name: this one is that layer (shared parameters)"""
     bias: bool | Default = True
     """linear, conv2d: whether the layer has a bias, or default (the framework's constructor decides; a layer

@@ -244,3 +244,8 @@ def test_a_cross_entropy_case_gets_integer_labels_with_the_ignored_one_first(tmp
     assert labels.dtype.kind == "i" and labels[0] == -100 and set(labels[1:]) <= {0, 1}
     _, labels = batch(instance.case, 0, ["a"], all_padding=True)
     assert (labels == -100).all()
+
+
+def test_a_tie_names_a_layer(tmp_path):
+    text = GOOD.replace("a: {linear: [2, 2]}", "a: {linear: [2, 2]}\n        t: {tie: ''}")
+    assert "topic.yaml:9: cases.0.model.layers.t.tie: String should have at least 1 character" in error_of(tmp_path, text)

@@ -9,7 +9,7 @@ import pytest
 
 import conformance
 from conformance.oracle.known import RUNNERS_DIR
-from conformance.spec import SPEC_DIR, SpecError, load_spec, load_yaml
+from conformance.spec import SPEC_DIR, SpecError, load_spec, load_yaml, safe_yaml
 
 from test_schema import GOOD, error_of, write_spec
 
@@ -276,3 +276,29 @@ def test_init_default_checks(tmp_path, change, needle):
 def test_a_raises_check_needs_its_step(tmp_path):
     msg = error_of(tmp_path, GOOD.replace("{step: 0, grad: {a.weight: nonzero}}", "{raises: true}"))
     assert "'raises' and 'agree' checks need 'step'" in msg and "\n" not in msg
+
+
+# ---------------------------------------------------------------- libyaml's fast path
+def shape(data):
+    """Data with the line numbers the loaders attach, for comparing two loads."""
+    if isinstance(data, dict):
+        return data.line, data.key_lines, {k: shape(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return data.line, data.item_lines, [shape(v) for v in data]
+    return type(data), data
+
+
+@pytest.mark.skipif(safe_yaml._CParser is None, reason="this PyYAML has no libyaml")
+@pytest.mark.parametrize("path", sorted({*Path(conformance.__file__).parent.rglob("*.yaml"),
+                                         *(Path(conformance.__file__).parents[1] / "examples").rglob("*.yaml")}),
+                         ids=str)
+def test_libyaml_loads_every_shipped_file_as_the_python_loader_does(path):
+    text = path.read_text(encoding="utf-8")
+    assert safe_yaml._plain(text), "a shipped file should take the fast path"
+    assert shape(safe_yaml._load(safe_yaml._FastLoader, text, path)) == shape(
+        safe_yaml._load(safe_yaml._Loader, text, path))
+
+
+@pytest.mark.parametrize("text", ["a: &x 1\nb: *x\n", "a: !!str 1\n", "[" * 70 + "]" * 70, "a: [1\n"])
+def test_what_is_not_plain_goes_to_the_python_loader(text):
+    assert not safe_yaml._plain(text)
