@@ -89,3 +89,13 @@ def test_the_rooms_page_lists_every_env_of_the_manifests():
     for framework, manifest in load_rooms().items():
         for env in manifest.envs:
             assert f"| `{env.name}` |" in page, f"docs/rooms.md does not list {framework}'s env {env.name}"
+
+
+def test_the_variants_page_shows_every_entry_of_every_room():
+    from conformance.oracle.known import load_known
+    from conformance.runners import ROOMS
+    page = docs.variants_md()
+    for room in ROOMS:
+        for entry in load_known(room):
+            section = page.split(f"\n## `{entry.variant}`\n", 1)[1].split("\n## ", 1)[0]
+            assert f"| {room} | {docs._scope(entry)} |" in section, (room, entry.variant, docs._scope(entry))
