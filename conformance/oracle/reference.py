@@ -434,7 +434,9 @@ class ReferenceRunner(Runner):
                 y, saved = layernorm(y, self.values_[self._param(layer, "weight")],
                                      self.values_[self._param(layer, "bias")], spec.eps)
                 tape.append((layer, "layernorm", saved))
-            elif not self._batchnorm_skipped(layer, y, train):
+            elif self._batchnorm_skipped(layer, y, train):
+                tape.append((layer, "bn_skipped", None))  # y passes through; weight and bias get zeros
+            else:
                 rm, rv = self._param(layer, "running_mean"), self._param(layer, "running_var")
                 layer_train = self._train_mode(layer, train)
                 # per channel: over the batch, and over height and width for an image
@@ -657,6 +659,10 @@ class ReferenceRunner(Runner):
                     if padding is not None:
                         squares[padding] = 0.0
                     self.lookup_squares[w] = self.lookup_squares.get(w, 0.0) + squares
+                continue
+            if kind == "bn_skipped":  # bn-one-value-skipped: zero, not none, so decay and momentum still act
+                for role in ("weight", "bias"):
+                    self._accumulate(self._param(layer, role), np.zeros_like(self.values_[self._param(layer, role)]))
                 continue
             if kind == "linear":
                 w = self._param(layer, "weight")

@@ -345,3 +345,20 @@ def test_a_default_that_ignores_no_label_raises_and_a_compiled_step_has_decayed_
     with pytest.raises(IndexError, match="Target -100"):
         runner.forward(["a"], np.ones((2, 2)), np.array([-100, 1]), True, True, loss=CrossEntropy(ignore_index="default"))
     assert np.allclose(runner.values()["a.weight"], 0.95)  # lr * wd of decay, and no gradient step
+
+
+def test_a_skipped_batchnorm_hands_its_weight_and_bias_zeros_that_decay_still_acts_on():
+    """bn-one-value-skipped: the input passes through, and the weight and bias get a zero gradient, not none,
+    so an optimizer's weight decay moves the weight (paddle's grad kernel zeroes d_scale and d_bias)."""
+    model = Model.model_validate({"layers": {"a": {"linear": [2, 2]}, "bn": {"batchnorm": 2}}})
+    runner = ref.ReferenceRunner(variants=("bn-one-value-skipped",))
+    runner.build(model, {"a.weight": np.eye(2), "a.bias": np.zeros(2), "bn.weight": np.ones(2), "bn.bias": np.zeros(2),
+                         "bn.running_mean": np.zeros(2), "bn.running_var": np.ones(2)})
+    x = np.array([[1.0, 2.0]])
+    runner.forward(["a", "bn"], x, np.array([[0.0, 0.0]]), True, True)
+    grads = runner.grads()
+    assert np.array_equal(grads["bn.weight"], np.zeros(2)) and np.array_equal(grads["bn.bias"], np.zeros(2))
+    assert np.any(grads["a.weight"])  # the layer before it trains on the batch, through the identity
+    runner.make_optimizer(ref.Optimizer(name="sgd", lr=0.1, weight_decay=0.5))
+    runner.update()
+    assert np.allclose(runner.values()["bn.weight"], 0.95)

@@ -20,8 +20,8 @@ DECLARED = [
     variant(
         "bn-one-value-skipped",
         "a BatchNorm in train mode that gets one value per channel (a batch of one vector) passes its input "
-        "through: no error, its statistics untouched, no gradient for its weight and bias; the rest of the "
-        "step trains",
+        "through: no error, its statistics untouched, a zero gradient for its weight and bias (so decay and "
+        "momentum still move them); the rest of the step trains",
         "a BatchNorm in train mode with one value per channel raises (no batch statistics to normalise with), "
         "and a loop that skips the batch changes nothing",
         bn_one_value="skip"),
