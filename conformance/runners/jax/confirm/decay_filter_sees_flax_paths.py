@@ -6,7 +6,7 @@ for a Linear's weight, `LayerNorm/scale` and `LayerNorm/bias` for a LayerNorm, `
 embedding table. The torch recipe's filter ["bias", "LayerNorm.weight"] excludes the biases but leaves the
 LayerNorm's scale decayed. The reference is torch's named_parameters(): `<layer>.weight`, `<layer>.bias`.
 
-Upstream: https://flax.readthedocs.io/en/latest/api_reference/flax.nnx/nn/normalization.html
+Upstream: no page states what a decay mask sees (explained, undocumented); this snippet shows it.
 """
 import jax
 import jax.numpy as jnp

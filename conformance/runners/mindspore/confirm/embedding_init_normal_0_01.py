@@ -4,7 +4,8 @@ MindSpore: nn.Embedding built without embedding_table uses 'normal', the Normal 
 sigma is 0.01: a table 100 times smaller than torch's nn.Embedding, which draws N(0, 1) (MindSpore's own
 mapping page: "MindSpore: ... Default: sigma=0.01, mean=0.0").
 
-Upstream: https://mindspore.cn/docs/en/r2.0.0-alpha/note/api_mapping/pytorch_diff/InitNormal.html
+Upstream: https://www.mindspore.cn/docs/zh-CN/r2.11.0/api_python/nn/mindspore.nn.Embedding.html (default 'normal'),
+https://mindspore.cn/docs/en/r2.0.0-alpha/note/api_mapping/pytorch_diff/InitNormal.html (Normal's sigma=0.01)
 """
 import os
 

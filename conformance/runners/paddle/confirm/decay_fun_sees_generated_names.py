@@ -6,7 +6,8 @@ generates when the layer is built: `<layer class in snake case>_<n>.w_0` for a w
 gives. A filter on "bias" or on a layer's name matches nothing, and one on "norm" matches every LayerNorm
 and BatchNorm parameter. The reference is torch's named_parameters(): `<layer>.weight`, `<layer>.bias`.
 
-Upstream: https://paddlepaddle.org.cn/documentation/docs/en/api/paddle/optimizer/AdamW_en.html
+Upstream: https://paddlepaddle.org.cn/documentation/docs/en/api/paddle/nn/Layer_en.html (the generated names),
+https://paddlepaddle.org.cn/documentation/docs/en/api/paddle/optimizer/AdamW_en.html (the filter gets Tensor.name)
 """
 import os
 import warnings

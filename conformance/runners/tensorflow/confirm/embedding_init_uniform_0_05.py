@@ -3,7 +3,8 @@
 Keras: an Embedding built without an initializer draws its table with embeddings_initializer='uniform',
 RandomUniform(-0.05, 0.05): standard deviation 0.029. torch's nn.Embedding draws N(0, 1).
 
-Upstream: https://keras.io/api/layers/core_layers/embedding/
+Upstream: https://keras.io/api/layers/core_layers/embedding/ (embeddings_initializer="uniform"),
+https://www.tensorflow.org/api_docs/python/tf/keras/initializers/RandomUniform (minval=-0.05, maxval=0.05)
 """
 import os
 import warnings

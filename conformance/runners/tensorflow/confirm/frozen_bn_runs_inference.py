@@ -7,7 +7,8 @@ one by one (Keras 3 variable.trainable = False) leaves it in training mode. The 
 only the frozen parameters' gradients: in a train step the layer still normalises with the batch and
 updates its running statistics.
 
-Upstream: https://newbedev.com/significance-of-trainable-and-training-flag-in-tf-layers-batch-normalization
+Upstream: https://keras.io/api/layers/normalization_layers/batch_normalization/ ("About setting
+layer.trainable = False on a BatchNormalization layer")
 """
 import os
 import warnings
