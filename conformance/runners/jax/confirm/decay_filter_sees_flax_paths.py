@@ -51,8 +51,29 @@ def test_mask_sees_flax_paths():
     assert np.isclose(after["LayerNorm/scale"], 0.95)  # ..."LayerNorm.weight" matched nothing
 
 
+def test_the_mask_sees_value_at_init_and_bare_paths_at_update():
+    """nnx.Optimizer hands tx.init the nnx.Param Variables, whose pytree paths end in `.value`, and tx.update
+    bare arrays: a filter on the whole path (keystr) sees `bias/value` first and `bias` after. adamw's decay is
+    stateless, so its update-time call decides: a suffix filter on "bias" still excludes the bias."""
+    seen = []
+
+    def mask(tree):  # a suffix filter over the whole key path, as jax.tree_util.keystr writes it
+        full = [jax.tree_util.keystr(p, simple=True, separator="/") for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+        seen.append(sorted(full))
+        return jax.tree_util.tree_map_with_path(
+            lambda p, _: not jax.tree_util.keystr(p, simple=True, separator="/").endswith("bias"), tree)
+    lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    lin.bias.set_value(jnp.ones(2))
+    opt = nnx.Optimizer(lin, optax.adamw(0.1, weight_decay=0.5, mask=mask), wrt=nnx.Param)
+    opt.update(lin, jax.tree.map(jnp.zeros_like, nnx.state(lin, nnx.Param)))
+    print("init sees:", seen[0], "| update sees:", seen[1], "| bias after", np.asarray(lin.bias.get_value()))
+    assert seen[0] == ["bias/value", "kernel/value"] and seen[1] == ["bias", "kernel"]
+    assert np.array_equal(np.asarray(lin.bias.get_value()), [1.0, 1.0])
+
+
 if __name__ == "__main__":
     import flax
     print("jax", jax.__version__, "flax", flax.__version__, "optax", optax.__version__)
     test_mask_sees_flax_paths()
+    test_the_mask_sees_value_at_init_and_bare_paths_at_update()
     print("confirmed: decay-filter-sees-flax-paths")
