@@ -152,10 +152,12 @@ def _nodes(args) -> Nodes:
         raise UsageError(f"--nodes {nodes.count}: the replicas (--replicas {replicas}) must split evenly over the "
                          f"nodes, one or more each")
     if nodes.count > 1 and not nodes.here:
+        if len(nodes.address) > 253:  # DNS's limit; the resolver's own error for longer names is a traceback
+            raise UsageError(f"--node-address {nodes.address[:40]}...: longer than a host name can be (253 characters)")
         try:
             socket.getaddrinfo(nodes.address, None)
-        except OSError as exc:
-            raise UsageError(f"--node-address {nodes.address}: {exc.strerror or exc}") from None
+        except (OSError, UnicodeError) as exc:  # UnicodeError: a label over 63 characters (idna)
+            raise UsageError(f"--node-address {nodes.address}: {getattr(exc, 'strerror', None) or exc}") from None
     return nodes
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
+from ..run import AXES as RUN_AXES
 from . import layers as layer_kinds
 
 TOPICS = ("seeds", "gradient_flow", "weight_decay", "optimizer_state", "batchnorm", "layernorm",
@@ -255,6 +256,14 @@ class DataParallel(_Strict):
     took them)."""
     replicas: int = Field(2, ge=2, le=8)
     """the replicas (processes or devices) training together; a run with that many replicas executes the case"""
+
+    @field_validator("replicas")
+    @classmethod
+    def _a_run_executes_it(cls, replicas):
+        runs = [int(v) for v in next(a for a in RUN_AXES if a.name == "replicas").values if v != "1"]
+        if replicas not in runs:
+            raise ValueError(f"no run executes {replicas} replicas (--replicas takes {', '.join(map(str, runs))})")
+        return replicas
     shares: list[Annotated[int, Field(ge=1)]] | None = None
     """samples of each global batch per replica, in rank order, summing to the batch size; default: equal shares"""
     find_unused: bool = False
@@ -313,7 +322,7 @@ class Step(_Strict):
     """data-parallel: false runs this step's forward and backward without synchronising the replicas' gradients
     (DDP's and paddle's no_sync): each replica accumulates its own, and the next synchronised backward combines
     them. Such a step does not update."""
-    replica_paths: dict[Annotated[int, Field(ge=0)], list[str]] = {}
+    replica_paths: dict[Annotated[int, Field(ge=0)], Annotated[list[str], Field(min_length=1)]] = {}
     """data-parallel: per replica (its rank), the path it runs instead of `path`, as a model whose forward
     branches on its input does (a layer some replicas use and others do not)"""
 
@@ -508,6 +517,8 @@ class Case(_Strict):
             raise ValueError(f"batch size {self.batch_size} does not split equally among {dp.replicas} replicas: give 'shares'")
         for i, step in enumerate(self.steps):
             for rank, path in step.replica_paths.items():
+                if unknown := [n for n in path if n not in self.model.layers]:
+                    raise ValueError(f"steps.{i}.replica_paths: unknown layer {unknown[0]!r}")
                 if rank >= dp.replicas:
                     raise ValueError(f"steps.{i}.replica_paths: replica {rank} of {dp.replicas} (ranks count from 0)")
                 if any(self.model.spec(n).batchnorm for n in path + step.path):

@@ -59,6 +59,10 @@ def test_run_writes_complete_results(capsys, tmp_path):
     (["run", "--framework", "reference", "--every-run", "--mode", "graph"], 2, "--every-run takes no --mode"),
     (["run", "--framework", "reference", "--every-run", "--out", "x.json"], 2, "no --out, --resume or --only-errors"),
     (["run", "--framework", "reference", "--api", "fit"], 2, "invalid choice: 'fit'"),
+    (["run", "--framework", "reference", "--replicas", "2", "--nodes", "2", "--node-address", "a" * 100_000], 2,
+     "longer than a host name can be (253 characters)"),
+    (["run", "--framework", "reference", "--replicas", "2", "--nodes", "2", "--node-address", "b" * 70 + ".example"],
+     2, "'idna' codec failed"),
 ])
 def test_bad_input_is_one_line(capsys, argv, code, needle):
     got, out, err = run(capsys, *argv)

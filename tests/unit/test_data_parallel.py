@@ -72,7 +72,10 @@ cases:
 
 @pytest.mark.parametrize("edit, message", [
     (("{replicas: 2}", "{replicas: 2, shares: [3, 3]}"), "2 shares summing to the batch size 8"),
-    (("{replicas: 2}", "{replicas: 3}"), "batch size 8 does not split equally among 3 replicas"),
+    (("    optimizer:", "    batch_size: 7\n    optimizer:"), "batch size 7 does not split equally among 2 replicas"),
+    (("{replicas: 2}", "{replicas: 4}"), r"no run executes 4 replicas \(--replicas takes 2\)"),
+    (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {1: [a, zz]}}"), "steps.0.replica_paths: unknown layer 'zz'"),
+    (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {1: []}}"), "replica_paths.1: List should have at least 1"),
     (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {2: [a]}}"), "replica 2 of 2"),
     (("- {path: [a, c]}", "- {path: [a, c], replica_paths: {1: [a, bn, c]}}"), "a BatchNorm on a path only some"),
     (("    data_parallel: {replicas: 2}\n", ""), "'replica_paths', 'agree', 'sync' and a 'synchronized' BatchNorm need"),
