@@ -287,11 +287,11 @@ def cmd_audit(args) -> int:
     try:
         allow = load_allow(Path(args.allow)) if args.allow else []
     except SpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(printable(f"error: {exc}"), file=sys.stderr)
         return BAD_INPUT
     json_path = Path(args.json) if args.json else None
     if json_path is not None and (json_path.is_dir() or not json_path.parent.is_dir()):
-        print(f"error: --json {json_path}: not a file in an existing folder", file=sys.stderr)
+        print(printable(f"error: --json {json_path}: not a file in an existing folder"), file=sys.stderr)
         return BAD_INPUT
     started = time.monotonic()
 
@@ -302,7 +302,7 @@ def cmd_audit(args) -> int:
             _write_json(json_path, document(args.target, args.framework, args.steps,
                                             report(inventory, observed), allow, "incomplete: the audit is running"))
 
-    print(f"auditing {args.target} on {args.framework}, {args.steps} step(s)", file=sys.stderr)
+    print(printable(f"auditing {args.target} on {args.framework}, {args.steps} step(s)"), file=sys.stderr)
     inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress)
     if failure is None:
         problem = step_problem(observed)

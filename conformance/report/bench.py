@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..spec.safe_yaml import read_text
+from ..kernel.lines import printable
 
 MAX_ASV_BYTES = 64 << 20  # an asv results file is a few KiB per benchmark
 RELATIVE = "track_step_cost_relative"  # masked step time / unmasked step time
@@ -34,8 +35,9 @@ MAX_RELATIVE = 1e6  # no real step is a million times slower; near float's limit
 
 
 def one_line(message: str) -> str:
-    """A warning as one line: a name read from a file may hold line breaks (any str.splitlines splits on)."""
-    return " ".join(str(message).splitlines())
+    """A warning as one line the terminal shows safely: a name read from a file may hold line breaks (any
+    str.splitlines splits on) or escape sequences, which appear escaped."""
+    return printable(" ".join(str(message).splitlines()))
 
 
 def _warn(message):

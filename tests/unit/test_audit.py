@@ -201,3 +201,12 @@ def test_a_gradient_norm_is_finite_or_absent_whatever_the_dtype():
     assert grad_state(np.full(1000, 300, np.float16)) == ("nonzero", pytest.approx(300 * 1000 ** 0.5, rel=1e-3))
     assert grad_state(np.array([np.inf, 1.0], np.float32)) == ("nonzero", None)
     assert grad_state(np.zeros(3, np.float32)) == ("zero", 0.0)
+
+
+def test_an_escape_sequence_in_the_target_reaches_the_console_escaped(tmp_path):
+    """The header names the target and the error quotes it: a file named with an escape sequence shows escaped."""
+    user = tmp_path / "user\x1b[2J.py"
+    user.write_text("x = 1\n")
+    done = audit(f"{user}:build", "--framework", "torch", "--json", str(tmp_path / "a.json"))
+    assert done.returncode == 2, done.stderr
+    assert "\x1b" not in done.stderr and "user\\x1b[2J.py" in done.stderr, done.stderr

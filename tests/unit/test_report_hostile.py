@@ -316,3 +316,13 @@ def test_a_name_with_line_breaks_stays_one_warning_line(tmp_path, report_dir):
                                                           "result_columns": ["result", "params"]}))
     _, err = build_quietly(report_dir / "results", report_dir, bench_dir=bench)
     assert err and all(line.startswith("warning: ") for line in err), err
+
+
+def test_an_escape_sequence_in_a_name_reaches_the_console_escaped(tmp_path, report_dir):
+    """A results file named with a terminal escape sequence: the warning shows it escaped, never raw."""
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    (results_dir / "torch\x1b[2J\x1b]0;owned\x07.json").write_text("{}")
+    _, err = build_quietly(results_dir, tmp_path / "out", bench_dir=None)
+    assert err and not any("\x1b" in line or "\x07" in line for line in err), err
+    assert any("\\x1b[2J" in line for line in err), err
