@@ -43,6 +43,12 @@ from conformance import results  # noqa: E402
 from conformance.runners import ROOMS, offers  # noqa: E402
 
 GRACE_S = 20  # after SIGTERM, for a run to save its finished cases
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # --name: one folder's name, never a path
+STOPPED: list[int] = []  # the signals that asked this run to stop (SIGTERM, SIGINT, SIGHUP from outside)
+
+
+def _stop(signum, frame):
+    STOPPED.append(signum)
 
 
 @dataclass
@@ -54,13 +60,14 @@ class Job:
     process: subprocess.Popen | None = None
     started: float = 0.0
     code: int | None = None
-    stopped: bool = False  # by the budget
+    stopped: bool = False  # by the budget or a signal
     seconds: float = 0.0
 
     @property
     def outcome(self) -> str:
         if self.stopped:
-            return f"stopped at the budget after {self.seconds:.0f} s"
+            why = f"by {signal.Signals(STOPPED[0]).name}" if STOPPED else "at the budget"
+            return f"stopped {why} after {self.seconds:.0f} s"
         return f"{'ok' if self.code == 0 else f'failed (exit {self.code})'} in {self.seconds:.0f} s"
 
 
@@ -125,10 +132,13 @@ def plan(frameworks, devices, k, python, stage: Path, work: Path) -> list[Job]:
 
 
 def run_jobs(jobs: list[Job], parallel: int, deadline: float, log: Log, env: dict) -> None:
-    """Each job in its own process group, `parallel` at a time, until each ends or the deadline passes."""
-    waiting, running = list(jobs), []
+    """Each job in its own process group, `parallel` at a time, until each ends or the deadline passes or
+    a signal asks the run to stop (STOPPED): then the jobs running get SIGTERM, and SIGKILL GRACE_S later."""
+    waiting, running, stopping = list(jobs), [], None
     while waiting or running:
-        while waiting and len(running) < parallel and time.monotonic() < deadline:
+        if stopping is None and (time.monotonic() >= deadline or STOPPED):
+            stopping = time.monotonic()
+        while waiting and len(running) < parallel and stopping is None:
             job = waiting.pop(0)
             job.log.parent.mkdir(parents=True, exist_ok=True)
             with open(job.log, "wb") as out:
@@ -138,16 +148,17 @@ def run_jobs(jobs: list[Job], parallel: int, deadline: float, log: Log, env: dic
             job.started = time.monotonic()
             running.append(job)
             log(f"start {job.name}")
-        if time.monotonic() >= deadline:
+        if stopping is not None:
             for job in waiting:
                 job.stopped = True
-                log(f"not started {job.name}: the budget ran out")
+                log(f"not started {job.name}: " + (f"stopped by {signal.Signals(STOPPED[0]).name}" if STOPPED
+                                                   else "the budget ran out"))
             waiting.clear()
             for job in running:
                 if not job.stopped:
                     job.stopped = True
                     os.killpg(job.process.pid, signal.SIGTERM)
-            if running and time.monotonic() >= deadline + GRACE_S:
+            if running and time.monotonic() >= stopping + GRACE_S:
                 for job in running:
                     os.killpg(job.process.pid, signal.SIGKILL)
         for job in list(running):
@@ -179,6 +190,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.budget <= 3600:
         parser.error("--budget: between 1 and 3600 seconds")
+    if args.name is not None and (not NAME.fullmatch(args.name) or args.name.strip(".") == ""):
+        parser.error(f"--name {args.name!r}: a folder's name (letters, digits, '.', '_', '-'; at most 64), not a path")
+    STOPPED.clear()
+    handlers = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        return _main(args)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def _main(args) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     log = Log(args.out / "device-run.log")
@@ -223,7 +246,9 @@ def main(argv=None) -> int:
         counts = ", ".join(f"{n} {what}" for what, n in sorted(doc.summary.items()))
         log(f"{path.name}: {'complete' if doc.complete else 'INCOMPLETE'}; {len(doc.cases)} cases: {counts}"
             + (f"; on {doc.environment.accelerator}" if doc.environment.accelerator else ""))
-    for framework in [f for f in frameworks if f in ROOMS]:  # each run against its room's contract, this version
+    if STOPPED:
+        log(f"stopped by {signal.Signals(STOPPED[0]).name}: the contract checks are skipped; what finished is packed")
+    for framework in [f for f in frameworks if f in ROOMS and not STOPPED]:  # each run against its room's contract
         for device in dict.fromkeys((args.device, "cpu")):
             if device not in offers(framework).devices:
                 continue
@@ -240,7 +265,7 @@ def main(argv=None) -> int:
     tarball = pack(stage, args.out)
     log(f"packed {tarball} ({tarball.stat().st_size >> 10} KiB): unpack into reports/machines/")
     shutil.rmtree(scratch, ignore_errors=True)
-    return 1 if failed else 0
+    return 128 + STOPPED[0] if STOPPED else 1 if failed else 0
 
 
 if __name__ == "__main__":

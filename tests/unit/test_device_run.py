@@ -43,3 +43,32 @@ def test_cuda_without_a_gpu_runs_nothing_and_says_so(tmp_path, capsys):
     assert device_run.main(["--out", str(tmp_path)]) == 3
     assert "no GPU: nvidia-smi sees none; nothing run" in capsys.readouterr().out
     assert not (tmp_path / "results.tar.gz").exists()
+
+
+@pytest.mark.parametrize("name", ["../..", "a/b", ".", "..", "/tmp/x", "a" * 65, ""])
+def test_the_name_is_a_folders_name_never_a_path(tmp_path, name, capsys):
+    with pytest.raises(SystemExit) as stop:
+        device_run.main(["--device", "cpu", "--framework", "reference", "--out", str(tmp_path), "--name", name])
+    assert stop.value.code == 2 and "--name" in capsys.readouterr().err
+    assert not (tmp_path / "results.tar.gz").exists()
+
+
+def test_a_signal_from_outside_ends_the_jobs_and_packs_what_finished(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    def plan(frameworks, devices, k, python, stage, work):
+        (work / "reports" / "results").mkdir(parents=True)
+        return [device_run.Job("long", [sys.executable, "-c", "import time; time.sleep(60)"], work,
+                               stage / "logs" / "long.log")]
+    monkeypatch.setattr(device_run, "plan", plan)
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    started = time.monotonic()
+    code = device_run.main(["--device", "cpu", "--framework", "reference", "--out", str(tmp_path / "out"),
+                            "--name", "stopped"])
+    assert code == 128 + signal.SIGTERM and time.monotonic() - started < device_run.GRACE_S
+    with tarfile.open(tmp_path / "out" / "results.tar.gz") as tar:
+        assert {"stopped/device-run.log", "stopped/logs/long.log"} <= set(tar.getnames())
+    log = (tmp_path / "out" / "device-run.log").read_text()
+    assert "end long: stopped by SIGTERM" in log and "the contract checks are skipped" in log
+    assert signal.getsignal(signal.SIGTERM) is not device_run._stop  # the caller's handlers are back
