@@ -6,7 +6,8 @@ its own step. The child sends what the probe observed, as JSON, after each step;
 it, derives the findings, and rewrites --json each time, so a crash loses no step already taken.
 
 Exit status: 0 no finding outside --allow; 1 findings outside --allow; 2 bad input (the target, FUNC
-or what it returns, a model of another framework, the --allow file, the options); 3 the user's step
+or what it returns, a model of another framework, the --allow file, the options, a --json that is a device,
+FIFO or link or could not be written); 3 the user's step
 raised, hung, crashed, or changed nothing (the findings of the steps before are still shown and saved).
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import multiprocessing
 import os
 import re
 import signal
+import stat
 import sys
 import time
 from pathlib import Path
@@ -232,8 +234,40 @@ def document(target: str, framework: str, steps: int, result: Optional[AuditRepo
     }
 
 
-def _write_json(path: Path, doc: dict) -> None:
-    write_atomic(path, json.dumps(doc, indent=1, allow_nan=False))
+def _not_a_file(path: Path) -> str | None:
+    """Why `path` must not be written, or None: it is a regular file or absent. write_atomic renames a file
+    over it, which would replace a device (as root, /dev/null), a FIFO or a link with a file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None if path.parent.is_dir() else "not a file in an existing folder"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(mode):
+        return "not a file in an existing folder"
+    return None if stat.S_ISREG(mode) else "a device, FIFO or link, not a regular file: not replaced"
+
+
+class JsonOut:
+    """--json: the findings, rewritten after each step. A write that fails (the file turned into a device,
+    FIFO or link, the folder removed, the disk full) is said once, in one line; the audit goes on, and its
+    exit status is then 2 unless the step failed."""
+
+    def __init__(self, path: Path | None):
+        self.path, self.failed = path, None
+
+    def write(self, doc: dict) -> None:
+        if self.path is None or self.failed:
+            return
+        why = _not_a_file(self.path)
+        if why is None:
+            try:
+                write_atomic(self.path, json.dumps(doc, indent=1, allow_nan=False))
+                return
+            except OSError as exc:
+                why = exc.strerror or str(exc)
+        self.failed = f"--json {self.path}: {why}"
+        print(printable(f"error: {self.failed}"), file=sys.stderr)
 
 
 def table(doc: dict) -> str:
@@ -290,17 +324,17 @@ def cmd_audit(args) -> int:
         print(printable(f"error: {exc}"), file=sys.stderr)
         return BAD_INPUT
     json_path = Path(args.json) if args.json else None
-    if json_path is not None and (json_path.is_dir() or not json_path.parent.is_dir()):
-        print(printable(f"error: --json {json_path}: not a file in an existing folder"), file=sys.stderr)
+    if json_path is not None and (why := _not_a_file(json_path)):
+        print(printable(f"error: --json {json_path}: {why}"), file=sys.stderr)
         return BAD_INPUT
+    out = JsonOut(json_path)
     started = time.monotonic()
 
     def progress(inventory, observed):
         obs = observed[-1]
         print(f"step {obs.step + 1}/{args.steps}: {obs.seconds:.2f} s, {obs.updates} update(s)", file=sys.stderr)
-        if json_path is not None:
-            _write_json(json_path, document(args.target, args.framework, args.steps,
-                                            report(inventory, observed), allow, "incomplete: the audit is running"))
+        out.write(document(args.target, args.framework, args.steps, report(inventory, observed), allow,
+                           "incomplete: the audit is running"))
 
     print(printable(f"auditing {args.target} on {args.framework}, {args.steps} step(s)"), file=sys.stderr)
     inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress)
@@ -309,8 +343,7 @@ def cmd_audit(args) -> int:
         failure = (STEP_FAILED, problem) if problem else None
     result = report(inventory, observed) if inventory is not None else None
     doc = document(args.target, args.framework, args.steps, result, allow, failure[1] if failure else None)
-    if json_path is not None:
-        _write_json(json_path, doc)
+    out.write(doc)
     if inventory is None:  # nothing was read of the model: the one line is all there is to say
         print(printable(f"error: {failure[1]}"), file=sys.stderr)
         return failure[0]
@@ -318,6 +351,8 @@ def cmd_audit(args) -> int:
     print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
     if failure is not None:
         return failure[0]
+    if out.failed:
+        return BAD_INPUT
     return FINDINGS if any(not f["allowed"] for f in doc["findings"]) else 0
 
 

@@ -225,7 +225,8 @@ def audit_md() -> str:
            "How each room's probe reads the gradients before the update, leaving the step as it is:\n\n",
            "".join(f"- **{f}**: {room(f).AUDIT_READS}.\n" for f in probes) or "No room has a probe.\n", "\n",
            f"Exit status: 0 no finding outside `--allow`; {FINDINGS} findings outside it; {BAD_INPUT} bad input "
-           f"(the target, what FUNC returns, a model of another framework, the options, the allow file); "
+           f"(the target, what FUNC returns, a model of another framework, the options, the allow file, a `--json` "
+           f"that is a device, FIFO or link or could not be written); "
            f"{STEP_FAILED} the step raised, hung past `--timeout`, crashed, or changed nothing.\n\n",
            _table(["kind", "what", "explained by"],
                   [[f"`{name}`", kind.title, ", ".join(f"`{v}`" for v in kind.variants) or "no variant"]

@@ -210,3 +210,33 @@ def test_an_escape_sequence_in_the_target_reaches_the_console_escaped(tmp_path):
     done = audit(f"{user}:build", "--framework", "torch", "--json", str(tmp_path / "a.json"))
     assert done.returncode == 2, done.stderr
     assert "\x1b" not in done.stderr and "user\\x1b[2J.py" in done.stderr, done.stderr
+
+
+def test_json_is_never_written_over_a_device_a_fifo_or_a_link(tmp_path):
+    import os
+    import stat
+    (tmp_path / "user.py").write_text("def build():\n    return {}\n")
+    (tmp_path / "kept.json").write_text("mine")
+    (tmp_path / "link.json").symlink_to(tmp_path / "kept.json")
+    os.mkfifo(tmp_path / "fifo.json")
+    for target in ["/dev/null", tmp_path / "fifo.json", tmp_path / "link.json"]:
+        done = audit(f"{tmp_path / 'user.py'}:build", "--framework", "torch", "--json", str(target))
+        assert done.returncode == 2 and "not a regular file: not replaced" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo.json").st_mode)
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "kept.json").read_text() == "mine"
+
+
+def test_a_json_write_that_fails_mid_audit_is_said_once(tmp_path, capsys):
+    from conformance.auditor.cli import JsonOut
+    out = JsonOut(tmp_path / "a.json")
+    out.write({"step": 1})
+    assert json.loads((tmp_path / "a.json").read_text()) == {"step": 1} and out.failed is None
+    (tmp_path / "a.json").unlink()
+    (tmp_path / "a.json").symlink_to("/dev/null")
+    out.write({"step": 2})
+    out.write({"step": 3})
+    err = capsys.readouterr().err.strip().splitlines()
+    assert out.failed and len(err) == 1 and "not a regular file" in err[0]
+    assert (tmp_path / "a.json").is_symlink()
