@@ -7,18 +7,20 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str, sync: bool = False) -> None:
+def write_atomic(path: Path, text: str | bytes, sync: bool = False) -> None:
     """Write `path` via a temporary file in its folder and a rename over it: readers never see half a
     file, a signal or a full disk leaves the previous file as it was, and a link at `path` is replaced,
     never followed. Text from inputs may hold lone surrogates (file names, asv's JSON): kept as their
-    escapes. `sync`: on the disk before the rename, so a full disk shows here and not after it."""
+    escapes; bytes are written as they are. `sync`: on the disk before the rename, so a full disk shows here
+    and not after it."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make the file private to whoever wrote it
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else
+              os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")) as fh:
             fh.write(text)
             if sync:
                 fh.flush()

@@ -29,6 +29,7 @@ import datetime
 import hashlib
 import json
 import re
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -280,6 +281,15 @@ def script_json(data) -> str:
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _links(folder: str, names: list[str], warn) -> list[str]:
+    """The links among an asv folder's entries, left out of the site: one could point anywhere on this machine
+    (an absolute link to /etc), and a web server would serve what it points to. asv publish writes none."""
+    links = [name for name in names if os.path.islink(os.path.join(folder, name))]
+    for name in links:
+        warn(f"{os.path.join(folder, name)}: a link in the asv site, left out of the published one")
+    return links
+
+
 def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | None = None,
             asv_site: Path | None = None, confirm_dir: Path | None = None) -> Path:
     """Write the site into out_dir (OutputError if it cannot); returns its index.html. With
@@ -371,11 +381,11 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
             (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
             write_atomic(out_dir / name, text)
         (out_dir / "data" / "results").mkdir(parents=True, exist_ok=True)
-        for col in runs:
-            shutil.copyfile(col.path, out_dir / copies[col.key])
+        for col in runs:  # a new file renamed over the copy: a link planted there is replaced, never written through
+            write_atomic(out_dir / copies[col.key], Path(col.path).read_bytes())
         if asv_site is not None and (Path(asv_site) / "index.html").is_file():
             shutil.rmtree(out_dir / "asv", ignore_errors=True)
-            shutil.copytree(asv_site, out_dir / "asv", symlinks=True)  # a link is copied as a link, never followed
+            shutil.copytree(asv_site, out_dir / "asv", ignore=lambda folder, names: _links(folder, names, warn))
     except FileExistsError:
         raise OutputError("a path in it exists and is not a folder") from None
     except OSError as exc:

@@ -1,4 +1,5 @@
 """`publish`: the static site from synthetic results (no framework needed)."""
+import os
 import hashlib
 import html
 import json
@@ -269,3 +270,30 @@ def test_a_link_inside_the_site_is_never_followed(report_dir, tmp_path, capsys):
     assert main(["publish", "--results", str(report_dir / "results"), "--out", str(site)]) == 2
     assert f"{site / 'cases'} is a link: not followed" in capsys.readouterr().err
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_link_planted_at_a_results_copy_is_replaced_never_written_through(report_dir, tmp_path):
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site)
+    copies = sorted((site / "data" / "results").glob("*.json"))
+    assert copies
+    victim = tmp_path / "victim"
+    victim.write_text("mine")
+    copies[0].unlink()
+    copies[0].symlink_to(victim)
+    publish([report_dir / "results"], site)
+    assert victim.read_text() == "mine" and not copies[0].is_symlink() and copies[0].read_text().startswith("{")
+
+
+def test_links_in_the_asv_folder_are_left_out_of_the_site(report_dir, tmp_path, capsys):
+    asv = tmp_path / "asv"
+    (asv / "graphs").mkdir(parents=True)
+    (asv / "index.html").write_text("<html>asv</html>")
+    (asv / "graphs" / "passwd").symlink_to("/etc/passwd")
+    (asv / "up").symlink_to(tmp_path)
+    site = tmp_path / "site"
+    publish([report_dir / "results"], site, asv_site=asv)
+    assert (site / "asv" / "index.html").is_file()
+    assert not os.path.lexists(site / "asv" / "graphs" / "passwd") and not os.path.lexists(site / "asv" / "up")
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if line.endswith("a link in the asv site, left out of the published one")]) == 2
