@@ -37,16 +37,17 @@ class Busy(Exception):
     """Another run holds the results file's lock; the message is one line."""
 
 
-def lock(path: Path) -> int:
-    """Hold `<path>.lock` (flock, not waiting) for a whole run, so two runs never write one results
-    file; returns the descriptor for unlock(). The lock file names the holder's pid."""
+def lock(path: Path, wait: bool = False) -> int:
+    """Hold `<path>.lock` (flock; `wait`: until the holder lets go, else Busy at once) for a whole run, so
+    two runs never write one results file; returns the descriptor for unlock(). The lock file names the
+    holder's pid."""
     path = Path(path)
     name = path.with_name(path.name + ".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             holder = (os.read(fd, 32).decode(errors="replace").split() or ["?"])[0]
             os.close(fd)

@@ -37,7 +37,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from ..kernel.files import write_atomic
+from ..kernel.files import lock, unlock, write_atomic
 from ..oracle.variants import VARIANTS
 from ..run import AXES
 from ..spec import SPEC_DIR
@@ -208,6 +208,24 @@ class History(BaseModel):
 MAX_HISTORY_BYTES = 256 << 20
 
 
+def capped(history: History, warn, limit: int = MAX_HISTORY_BYTES) -> str:
+    """The history as JSON within `limit` bytes (what load_history reads back): the oldest snapshots
+    dropped, with a warning, where all of them do not fit."""
+    text = history.model_dump_json()
+    dropped = 0
+    while len(text.encode()) > limit and len(history.snapshots) > 1:
+        # the share to drop, from the average snapshot's size; at least one
+        excess = (len(text.encode()) - limit) / (len(text.encode()) / len(history.snapshots))
+        drop = min(len(history.snapshots) - 1, max(1, int(excess) + 1))
+        del history.snapshots[:drop]
+        dropped += drop
+        text = history.model_dump_json()
+    if dropped:
+        warn(f"the history reached its size cap ({limit >> 20} MiB): the {dropped} oldest snapshots were dropped, "
+             f"the newest {len(history.snapshots)} kept")
+    return text
+
+
 def load_history(site: Path, warn) -> History:
     """The previous site's data/history.json; an empty history (with a warning) where it has none
     or it is not one."""
@@ -296,7 +314,20 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
     history_site (a site published before, out_dir itself allowed), its data/history.json is kept and
     this publish added to it: the landing page lists what changed since that site's last publish.
     asv_site (`asv publish`'s folder), where it holds a site, is copied to SITE/asv/. confirm_dir holds
-    what `conformance confirm` recorded: the findings' page shows what each snippet printed."""
+    what `conformance confirm` recorded: the findings' page shows what each snippet printed.
+    Two publishes into one site take turns (a lock beside it, SITE.lock): each keeps the other's snapshot."""
+    out_dir = Path(out_dir)
+    try:
+        held = lock(out_dir, wait=True)
+    except OSError as exc:
+        raise OutputError(f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror or exc}") from None
+    try:
+        return _publish(results_dirs, out_dir, spec_dir, history_site, asv_site, confirm_dir)
+    finally:
+        unlock(out_dir, held)
+
+
+def _publish(results_dirs, out_dir: Path, spec_dir, history_site, asv_site, confirm_dir) -> Path:
     warnings = []
 
     def warn(message):
@@ -372,7 +403,7 @@ def publish(results_dirs, out_dir: Path, spec_dir=None, history_site: Path | Non
     csv = table.map(_no_formula) if hasattr(table, "map") else table.applymap(_no_formula)
     files["data/summary.csv"] = csv.to_csv(index=False)
     files["data/index.json"] = json.dumps(dict(built=built, results=data_index(runs, copies)), indent=1)
-    files["data/history.json"] = history.model_dump_json()
+    files["data/history.json"] = capped(history, warn)
     try:
         for folder in ("cases", "data", "data/results", "frameworks", "asv"):  # as the report: never through a link
             if (out_dir / folder).is_symlink():

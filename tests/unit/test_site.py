@@ -297,3 +297,31 @@ def test_links_in_the_asv_folder_are_left_out_of_the_site(report_dir, tmp_path, 
     assert not os.path.lexists(site / "asv" / "graphs" / "passwd") and not os.path.lexists(site / "asv" / "up")
     err = capsys.readouterr().err
     assert len([line for line in err.splitlines() if line.endswith("a link in the asv site, left out of the published one")]) == 2
+
+
+def test_two_publishes_into_one_site_at_once_keep_both_snapshots(tmp_path):
+    import subprocess
+    import sys
+    folder = tmp_path / "results"
+    folder.mkdir()
+    results.write(results.Results(complete=True, environment=env("torch", "2.13.0"),
+                                  cases=[record(i) for i in INSTANCES]), folder / "t.json")
+    site = tmp_path / "site"
+    argv = [sys.executable, "-m", "conformance", "publish", "--results", str(folder), "--out", str(site),
+            "--history", str(site)]
+    both = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    assert [p.wait(timeout=300) for p in both] == [0, 0], [p.stderr.read() for p in both]
+    assert len(json.loads((site / "data" / "history.json").read_text())["snapshots"]) == 2
+    assert not (tmp_path / "site.lock").exists()
+
+
+def test_a_history_at_its_size_cap_keeps_the_newest_snapshots_and_says_so():
+    from conformance.report.site import History, Snapshot, capped
+    history = History(snapshots=[Snapshot(published=f"2026-01-{n:02d}", suites=["s"],
+                                          outcomes={"run": {f"case-{i}": "conform" for i in range(50)}})
+                                 for n in range(1, 21)])
+    said = []
+    text = capped(history, said.append, limit=len(history.model_dump_json()) // 3)
+    kept = History.model_validate_json(text).snapshots
+    assert 1 <= len(kept) < 20 and [s.published for s in kept] == [f"2026-01-{n:02d}" for n in range(21 - len(kept), 21)]
+    assert len(said) == 1 and f"the {20 - len(kept)} oldest snapshots were dropped" in said[0]
