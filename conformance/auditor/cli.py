@@ -27,7 +27,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..kernel.files import write_atomic
-from ..kernel.lines import one_line, printable
+from ..kernel.lines import one_line, printable, say
 from ..kernel.processes import TAG, Unread, die_with, end_strays, tag_run
 from ..spec.safe_yaml import SpecError, load_yaml, validate
 from . import AuditReport, DEFAULT_STEPS, report
@@ -78,16 +78,17 @@ def _load_target(file: str, func: str) -> dict:
     sys.path.insert(0, str(path.parent))  # as `python FILE` would: the user's file imports its neighbours
     spec = importlib.util.spec_from_file_location(f"_audited_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
+    # BaseException: a SystemExit or KeyboardInterrupt the user's code raises is its bad input too
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except BaseException as exc:
         raise AuditInputError(f"{file} failed to import: {one_line(exc)}") from None
     target = getattr(module, func, None)
     if not callable(target):
         raise AuditInputError(f"{file} defines no function {func}")
     try:
         built = target()
-    except Exception as exc:
+    except BaseException as exc:
         raise AuditInputError(f"{func}() raised {one_line(exc)}") from None
     if not isinstance(built, dict):
         raise AuditInputError(f"{func}() returned a {type(built).__name__}, not a dict with model, optimizer and step")
@@ -128,7 +129,7 @@ def _child(conn, file: str, func: str, framework: str, steps: int, parent: int) 
         except AuditInputError as exc:  # the step ran; the probe cannot read what it did
             _send(conn, "step-failed", f"step {index + 1} of {steps}: {exc}")
             return
-        except Exception as exc:
+        except BaseException as exc:
             _send(conn, "step-failed", f"step {index + 1} of {steps} raised {one_line(exc)}")
             return
         _send(conn, "step", obs.model_dump())
@@ -193,10 +194,15 @@ def run_child(target: str, framework: str, steps: int, timeout: float,
             elif kind == "starting":
                 what = f"step {int(rest[0]) + 1} of {steps}"
             elif kind == "step":
+                if inventory is None:
+                    raise _Stop(STEP_FAILED, "the audited process sent a step before describing the model")
                 observed.append(StepObservation.model_validate(rest[0]))
                 if on_step is not None:
                     on_step(inventory, observed)
             elif kind == "done":
+                if inventory is None or len(observed) != steps:  # what a forged or confused child may say
+                    raise _Stop(STEP_FAILED, f"the audited process said done after {len(observed)} of {steps} "
+                                             f"step(s)" + ("" if inventory else ", before describing the model"))
                 return inventory, observed, None
             else:
                 raise _Stop(STEP_FAILED, f"unknown message {kind[:40]!r} from the audited process")
@@ -347,7 +353,7 @@ def cmd_audit(args) -> int:
     if inventory is None:  # nothing was read of the model: the one line is all there is to say
         print(printable(f"error: {failure[1]}"), file=sys.stderr)
         return failure[0]
-    print(table(doc))
+    say(table(doc))  # `audit ... | head`: a reader that went away ends nothing
     print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
     if failure is not None:
         return failure[0]

@@ -168,6 +168,9 @@ def audit(*args, cwd=None):
     ("def build():\n    return {'model': 1}", "build() returned a dict without optimizer, step"),
     ("def build():\n    return {'model': 1, 'optimizer': 2, 'step': 3}", "build()['step'] is a int, not a callable"),
     ("import no_such_module_here", "failed to import: ModuleNotFoundError"),
+    ("def build():\n    raise SystemExit(5)", "build() raised SystemExit: 5"),
+    ("def build():\n    raise KeyboardInterrupt", "build() raised KeyboardInterrupt"),
+    ("raise SystemExit('bye')", "failed to import: SystemExit: bye"),
 ])
 def test_a_bad_target_is_one_line_and_exit_2(tmp_path, body, says):
     (tmp_path / "user.py").write_text(body + "\n")
@@ -240,3 +243,21 @@ def test_a_json_write_that_fails_mid_audit_is_said_once(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert out.failed and len(err) == 1 and "not a regular file" in err[0]
     assert (tmp_path / "a.json").is_symlink()
+
+
+FORGED_DONE = """\
+import gc, os
+from multiprocessing.connection import Connection
+def build():
+    conn = next(c for c in gc.get_objects() if isinstance(c, Connection) and c.writable)
+    conn.send_bytes(b'["done"]')
+    os._exit(0)
+"""
+
+
+def test_a_forged_done_from_the_child_is_no_clean_audit(tmp_path):
+    (tmp_path / "user.py").write_text(FORGED_DONE)
+    done = audit(f"{tmp_path / 'user.py'}:build", "--framework", "torch", "--json", str(tmp_path / "a.json"))
+    assert done.returncode == 3, done.stderr
+    assert "said done after 0 of 3 step(s), before describing the model" in done.stderr
+    assert json.loads((tmp_path / "a.json").read_text())["error"]

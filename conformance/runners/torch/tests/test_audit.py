@@ -107,3 +107,19 @@ def test_what_build_returns_is_checked(tmp_path, body, status, says):
     assert says in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
 
+
+
+def test_a_reader_that_goes_away_ends_nothing(tmp_path):
+    """`audit ... | head -1`: the findings' table meets a closed pipe; the audit still ends with its own status,
+    its JSON written, and no traceback."""
+    import subprocess
+    import sys
+    target = str(EXAMPLES_DIR / "torch" / "seed2_plain_list_resnet.py:build")
+    with subprocess.Popen([sys.executable, "-m", "conformance", "audit", target, "--framework", "torch",
+                           "--json", str(tmp_path / "audit.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=tmp_path) as proc:
+        proc.stdout.close()  # the reader is gone before the table is printed
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=300) == 1, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert json.loads((tmp_path / "audit.json").read_text())["steps_done"] == 3
