@@ -20,13 +20,14 @@ from collections import Counter
 from pathlib import Path
 
 from . import results, session
-from .engine.judge import DEFAULT_TIMEOUT, explain
-from .engine.ranks import Nodes
+from .engine.judge import DEFAULT_TIMEOUT, explain, observe_safely
+from .engine.ranks import GroupFailed, Nodes, Ranks, remove_logs
 from .engine.worker import WorkerFailed
-from .kernel.lines import one_line, say
+from .kernel.lines import say
+from .kernel.processes import end_strays, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run
-from .runners import FRAMEWORKS, ROOMS, FrameworkMissing, Unavailable, Unsupported, adapter_path, offers
+from .runners import FRAMEWORKS, ROOMS, FrameworkMissing, Unavailable, adapter_path, offers
 from .session import Interrupted, UsageError
 from .spec import SPEC_DIR, SpecError, load_spec
 
@@ -184,18 +185,23 @@ def cmd_repro(args) -> int:
     if len(chosen) > 1:
         raise UsageError(f"{args.case!r} has {len(chosen)} instances; name one, e.g. {chosen[0].id!r}")
     instance = chosen[0]
-    adapter = load_adapter(_adapter(args), args.framework)
-    runner = adapter(_requested(args))
-    run = runner.run.replace(version=adapter.version())
+    path = _adapter(args)
+    adapter = load_adapter(path, args.framework)
+    requested = _requested(args)
+    launcher = adapter.parallelism.launcher(1) if adapter.parallelism and requested.replicas != "1" else None
+    if launcher is not None:  # a data-parallel run whose ranks its launcher starts, as `run` starts them
+        kind, observed, run = _repro_in_ranks(launcher, path, adapter.offers.resolve(requested), instance)
+    else:
+        runner = adapter(requested)
+        run = runner.run.replace(version=adapter.version())
+        kind, observed = observe_safely(runner, instance.case)
     say(f"{instance.id} on {run.describe()}")
     say(f"  {instance.case.title}  [{instance.source}]")
-    try:
-        observed = observe(runner, instance.case)
-    except Unsupported as exc:
-        say(f"unsupported: {exc}")
+    if kind == "unsupported":
+        say(f"unsupported: {observed}")
         return 0
-    except Exception as exc:  # the framework's (or the adapter's) failure is what repro shows
-        say(f"error: {one_line(exc)}", sys.stderr)
+    if kind != "ok":  # the framework's (or the adapter's, or a rank's) failure is what repro shows
+        say(f"error: {observed}", sys.stderr)
         return 1
     reference = observe(ReferenceRunner(), instance.case)
     say(trace(instance, observed, reference))
@@ -207,6 +213,23 @@ def cmd_repro(args) -> int:
     else:
         say(f"profile ({names}) reproduces every check; needed: {', '.join(v.variant for v in needed) or 'none'}")
     return 0
+
+
+def _repro_in_ranks(launcher, path: str, run, instance):
+    """(kind, observation or why, the run with its version) of one data-parallel instance, observed by a rank
+    group of this process; its processes and logs end with it."""
+    tag = tag_run()
+    group = Ranks(launcher, path, run, tag)
+    try:
+        version, backend, _, _ = group.start()
+        kind, observed = group.observe(instance.case, instance.case.timeout or DEFAULT_TIMEOUT)
+    except GroupFailed as exc:
+        kind, observed, version, backend = "error", f"the rank group did not start: {exc}", run.version, run.backend
+    finally:
+        group.close()
+        end_strays(tag)
+        remove_logs(tag)
+    return kind, observed, run.replace(version=version, backend=backend or run.backend)
 
 
 def cmd_run(args) -> int:

@@ -149,3 +149,17 @@ def test_no_rank_outlives_the_run_or_a_stopped_run(tmp_path, stop):
     time.sleep(0.5)  # the kernel ends what died with its parent
     assert marked(mark) == []
     assert set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*")) <= logs_before  # nor the ranks' logs
+
+
+def test_repro_of_a_data_parallel_case_starts_the_rooms_ranks(capsys):
+    """The site's `repro ... --replicas 2` line: the case observed by a rank group its launcher starts, as `run`
+    observes it, and nothing of the group left behind."""
+    before = set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*"))
+    code = main(["--spec", str(SPEC), "repro", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
+                 "--replicas", "2", "healthy-0"])
+    out = capsys.readouterr().out
+    assert code == 0 and "2 replicas" in out and "reproduces every check" in out, out
+    assert set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*")) <= before
+    code = main(["--spec", str(SPEC), "repro", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
+                 "--replicas", "2", "fault-raises"])
+    assert code == 1 and "rank 1: RuntimeError: injected failure on rank 1" in capsys.readouterr().err
