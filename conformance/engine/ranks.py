@@ -259,13 +259,20 @@ class Ranks:
                 if errors:
                     return [replies.get(r, ("error", NO_REPLY)) for r in range(self.world)], None
                 hung = [r for r in range(self.world) if r not in replies]
-                return [], f"rank {hung[0]} hung: no reply within {within:.3g} s ({self.last_line()})"
+                if len(hung) == 1:
+                    return [], f"rank {hung[0]} hung: no reply within {within:.3g} s ({self.last_line()})"
+                # which of them holds the others in a collective, no reply tells: each is named
+                return [], (f"ranks {_listed(hung)} hung: no reply within {within:.3g} s (one may wait for another "
+                            f"in a collective) ({self.last_line()})")
             for conn in wait(waiting, min(left, POLL_S * 10)):
                 rank = self.conns.index(conn)
                 try:
                     seq, who, outcome = conn.recv()
                 except (EOFError, OSError):
-                    time.sleep(POLL_S)  # its launcher prints why it ended
+                    time.sleep(POLL_S)  # its launcher prints why it ended, and may end the other ranks
+                    dead = [r for r, other in enumerate(self.conns) if r not in replies and _closed(other)]
+                    if len(dead) > 1:  # ended together (a launcher ends the rest once one fails): which first, unknown
+                        return [], f"ranks {_listed(dead)} ended: {self.last_line()}"
                     return [], f"rank {rank} died: {self.last_line()}"
                 except Exception as exc:
                     return [], f"rank {rank}: bad reply: {one_line(exc)}"
@@ -273,6 +280,21 @@ class Ranks:
                     return [], f"rank {rank}: its reply does not answer this case (an extra or missing message)"
                 replies[rank] = outcome
         return [replies[r] for r in range(self.world)], None
+
+
+def _listed(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
+
+
+def _closed(conn) -> bool:
+    """Whether a rank's connection has ended (its process died). A reply it holds is read and dropped: the case
+    has failed already."""
+    try:
+        if conn.poll(0):
+            conn.recv_bytes()
+        return False
+    except (EOFError, OSError):
+        return True
 
 
 def rank_main() -> None:

@@ -163,3 +163,11 @@ def test_repro_of_a_data_parallel_case_starts_the_rooms_ranks(capsys):
     code = main(["--spec", str(SPEC), "repro", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
                  "--replicas", "2", "fault-raises"])
     assert code == 1 and "rank 1: RuntimeError: injected failure on rank 1" in capsys.readouterr().err
+
+
+def test_when_no_rank_replies_each_is_named_not_rank_0_alone(tmp_path):
+    out = tmp_path / "both.json"
+    assert main(["--spec", str(FAULTS / "ranks_both"), "run", "--framework", "reference", "--adapter",
+                 "rank_adapter:RankRunner", "--replicas", "2", "--timeout", "3", "--out", str(out)]) == 0
+    (case,) = results.read(out).cases
+    assert case.verdict == "error" and case.reason.startswith("ranks 0 and 1 hung: no reply within"), case.reason

@@ -33,6 +33,8 @@ class RankRunner(ReferenceRunner):
             if self.rank == 1:
                 raise RuntimeError("injected failure on rank 1 alone")
             time.sleep(3600)
+        if "hangboth" in model.layers:  # rank 1 hangs, and rank 0 waits for it as in a collective
+            time.sleep(3600)
         if self.rank == 1:
             if "crash" in model.layers:
                 os.kill(os.getpid(), signal.SIGSEGV)
