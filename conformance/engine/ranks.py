@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
-from multiprocessing.connection import Client, Listener, wait
+from multiprocessing.connection import Client, Listener, answer_challenge, deliver_challenge, wait
 from pathlib import Path
 
 from ..kernel.lines import one_line
@@ -57,6 +57,7 @@ JOIN_TIMEOUT = 180.0  # seconds for every rank to import its framework, join the
 REMOTE_JOIN_TIMEOUT = 600.0  # the same where a person starts the other hosts' launchers
 ERROR_GRACE_S = 5.0  # after one rank's error, how long the others get to reply (they may wait in a collective)
 POLL_S = 0.1
+MAX_PENDING = 64  # connections proving the key at once; a rank proves it at once, a stranger may hold one
 NO_REPLY = "no reply after another rank's error"
 
 
@@ -108,7 +109,9 @@ class Ranks:
         """Launch the ranks and wait until each has joined; rank 0's (version, backend, accelerator,
         packages), or GroupFailed."""
         key = secrets.token_bytes(32)
-        listener = Listener(("127.0.0.1" if self.nodes.here else self.nodes.address, 0), authkey=key)
+        # no authkey here: each connection proves the key in a thread of its own (admit), so a stranger on the
+        # port, or one that connects and says nothing, delays no rank and ends nothing
+        listener = Listener(("127.0.0.1" if self.nodes.here else self.nodes.address, 0))
         host, port = listener.address
         if not self.nodes.here:
             host = self.nodes.address
@@ -141,28 +144,50 @@ class Ranks:
                     start_new_session=True, preexec_fn=die_with_parent, cwd=folder))
         accepted: list = []
 
-        def accept():
+        def admit(conn):
             try:
-                for _ in range(self.world):
-                    accepted.append(listener.accept())
-            except Exception:  # the listener closed under it, or a caller without the key
-                pass
+                deliver_challenge(conn, key)
+                answer_challenge(conn, key)
+            except Exception:  # a caller without the key, or one that hung up
+                conn.close()
+                return
+            finally:
+                pending.release()
+            with lock:
+                accepted.append(conn)
+                if len(accepted) >= self.world:
+                    done.set()
+
+        def accept():
+            while not done.is_set():
+                try:
+                    conn = listener.accept()
+                except Exception:  # the listener closed under it
+                    return
+                if not pending.acquire(blocking=False):  # a flood of strangers: refused, not served
+                    conn.close()
+                    continue
+                threading.Thread(target=admit, args=(conn,), daemon=True).start()
+
+        lock, done, pending = threading.Lock(), threading.Event(), threading.BoundedSemaphore(MAX_PENDING)
 
         thread = threading.Thread(target=accept, daemon=True)
         thread.start()
         timeout = JOIN_TIMEOUT if self.nodes.here else REMOTE_JOIN_TIMEOUT
         deadline = time.monotonic() + timeout
         try:
-            while thread.is_alive() and time.monotonic() < deadline and not self.launcher_exited():
-                thread.join(POLL_S)
+            while not done.is_set() and time.monotonic() < deadline and not self.launcher_exited():
+                done.wait(POLL_S)
             if len(accepted) < self.world:
                 why = "the launcher exited" if self.launcher_exited() else f"not all joined within {timeout:g} s"
                 self.kill()
                 raise GroupFailed(f"{len(accepted)} of {self.world} ranks joined ({why}): {self.last_line()}")
         finally:
             listener.close()
+        with lock:
+            joined = accepted[:self.world]
         readies = {}
-        for conn in accepted:
+        for conn in joined:
             if not conn.poll(max(0.0, deadline - time.monotonic())):
                 self.kill()
                 raise GroupFailed(f"a rank joined but never said it was ready: {self.last_line()}")

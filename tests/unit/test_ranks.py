@@ -171,3 +171,15 @@ def test_when_no_rank_replies_each_is_named_not_rank_0_alone(tmp_path):
                  "rank_adapter:RankRunner", "--replicas", "2", "--timeout", "3", "--out", str(out)]) == 0
     (case,) = results.read(out).cases
     assert case.verdict == "error" and case.reason.startswith("ranks 0 and 1 hung: no reply within"), case.reason
+
+
+def test_strangers_on_the_coordinators_port_neither_end_nor_stall_the_run(tmp_path, monkeypatch):
+    """Before its ranks, the launcher opens an idle connection to the coordinator and sends junk on another:
+    neither proves the key, so both are ignored and the ranks join as usual."""
+    monkeypatch.setenv("FAKE_STRANGERS", "1")
+    out = tmp_path / "strangers.json"
+    started = time.monotonic()
+    assert main(["--spec", str(SPEC), "run", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
+                 "--replicas", "2", "--case", "healthy-0", "--case", "healthy-1", "--out", str(out)]) == 0
+    assert [c.verdict for c in results.read(out).cases] == ["conform", "conform"]
+    assert time.monotonic() - started < 60  # not the join timeout

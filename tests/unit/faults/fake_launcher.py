@@ -10,6 +10,13 @@ local, script, first = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 if os.environ.get("FAKE_LAUNCHES"):  # a test counts the launchers: one line each
     with open(os.environ["FAKE_LAUNCHES"], "a") as fh:
         print(f"ranks {first} to {first + local - 1}", file=fh)
+strangers = []
+if os.environ.get("FAKE_STRANGERS"):  # before the ranks: one idle connection on the coordinator's port, one of junk
+    import socket
+    host, port = os.environ["CONFORMANCE_RANKS_ADDRESS"].rsplit(":", 1)
+    strangers = [socket.create_connection((host, int(port))) for _ in range(2)]
+    strangers[1].sendall(b"GET / HTTP/1.0\r\n\r\n" * 4)
+    strangers[1].close()
 ranks = [subprocess.Popen([sys.executable, script], env={**os.environ, "FAKE_RANK": str(first + r)})
          for r in range(local)]
 while all(p.poll() is None for p in ranks):
