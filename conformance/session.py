@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import results
-from .engine.ranks import Nodes, remove_logs
+from .engine.ranks import Nodes, remove_logs, remove_orphaned_logs
 from .engine.worker import Worker, WorkerFailed, run_isolated
 from .kernel import files
 from .kernel.lines import say
@@ -87,6 +87,7 @@ def run(args, requested: Run, path: str, nodes: Nodes, chosen: Path | None,
         return workers[-1]
 
     workers = []
+    remove_orphaned_logs()  # what a run killed before it could clean up left behind
     tag = tag_run()
     new_worker()  # the framework imports while the spec loads
 

@@ -70,6 +70,16 @@ def remove_logs(tag: str) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def remove_orphaned_logs() -> None:
+    """At the start of a run: remove the log folders of runs that ended without removing them (SIGKILL). A
+    folder's name starts with its run's tag, whose first part is the run's pid: a pid no process has is gone.
+    (A pid reused since by another process keeps its folder until that process ends too.)"""
+    for folder in Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*"):
+        pid = folder.name[len(LOGS_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and os.path.isdir("/proc"):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 @dataclass(frozen=True)
 class Nodes:
     """The hosts of a data-parallel run: `count` nodes of replicas // count ranks each; `address` is this host as

@@ -5,6 +5,7 @@ The test-only adapter faults/rank_adapter.py makes each rank the oracle on its o
 as torchrun starts ranks; the spec in faults/ranks puts a healthy case between faults of rank 1."""
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -183,3 +184,20 @@ def test_strangers_on_the_coordinators_port_neither_end_nor_stall_the_run(tmp_pa
                  "--replicas", "2", "--case", "healthy-0", "--case", "healthy-1", "--out", str(out)]) == 0
     assert [c.verdict for c in results.read(out).cases] == ["conform", "conform"]
     assert time.monotonic() - started < 60  # not the join timeout
+
+
+def test_a_killed_runs_rank_logs_are_removed_by_the_next_run(tmp_path):
+    """A run killed with SIGKILL cannot remove its ranks' log folder: the next run removes the folders whose run
+    is gone, and keeps those of runs still going (this process's own tag here)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = Path(tempfile.mkdtemp(prefix=f"{LOGS_PREFIX}{dead.pid}-123-"))
+    (orphan / "node-0").mkdir()
+    alive = Path(tempfile.mkdtemp(prefix=f"{LOGS_PREFIX}{os.getpid()}-456-"))
+    try:
+        assert main(["--spec", str(SPEC), "run", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
+                     "--replicas", "2", "--case", "healthy-0", "--out", str(tmp_path / "r.json")]) == 0
+        assert not orphan.exists() and alive.exists()
+    finally:
+        shutil.rmtree(alive, ignore_errors=True)
+        shutil.rmtree(orphan, ignore_errors=True)
