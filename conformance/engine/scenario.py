@@ -193,8 +193,9 @@ def observe(runner: Runner, case: Case) -> Observation:
                     shards = [(step.replica_paths.get(r, step.path), rows) for r, rows in enumerate(dp.rows(len(x)))]
                     loss = runner.forward_replicas(shards, x, t, train=step.train, backward=step.backward, **loss_fn)
                 else:
+                    fused = {"update": True} if step.update and runner.fuses_update else {}
                     loss = runner.forward(path, x, t, train=step.train, backward=step.backward, **per_sample,
-                                          **loss_fn)
+                                          **loss_fn, **fused)
                 grads = runner.grads() if not trainer else dict.fromkeys(obs.initial)
                 if step.update:
                     runner.update()

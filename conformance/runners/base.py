@@ -109,6 +109,10 @@ class Runner(ABC):
     framework: str = ""
     offers: Offers = Offers(devices=("cpu",), runs=({},))  # its room's OFFERS
     features: frozenset[str] = frozenset()  # spec features beyond the core it expresses (spec.FEATURES)
+    # True where the room's users write the loss, the gradients and the optimizer's update as one function (a
+    # tf.function train step): forward is then told that the step's update follows (update=True), and may apply it
+    # there, leaving update() nothing to do
+    fuses_update: bool = False
     # set by forward when it drew a random number no other runner shares (the oracle's dropout mask)
     drew_random: bool = False
     # how the room runs a data-parallel case (a RankGroup or InProcess, above); None: it has no data parallelism
@@ -166,7 +170,8 @@ class Runner(ABC):
         sample's mean squared error, a vector, back-propagated as it is; the mean of it is returned.
         With `loss` (only for a room whose features hold "cross-entropy") the loss is that cross-entropy
         of y, class scores, against `target`, int64 labels, built with the framework's own loss object;
-        its settings left to "default" left out of the constructor."""
+        its settings left to "default" left out of the constructor. `update` (only for a runner whose
+        fuses_update is set): update() follows this step's backward pass."""
 
     @abstractmethod
     def clear_grads(self, mode: ClearMode) -> None:

@@ -167,6 +167,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
     # apply_gradients, where none can be read; over several nodes, workers.py starts one worker per replica
     # (MultiWorkerMirroredStrategy), each still driving its replica through the strategy
     parallelism = InProcess(grads_readable=False, nodes=RankGroup(launch=launch_workers))
+    fuses_update = True  # graph mode: the loop's step applies its gradients (forward)
     # no-clip: Keras has none, and make_optimizer says so for the case
     features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
@@ -399,7 +400,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
         if optimizer.no_decay_names:  # the same call by names: Keras matches them against each variable's name
             self.opt.exclude_from_weight_decay(var_names=list(optimizer.no_decay_names))
         self.opt_spec, self.built_with = optimizer, None
-        self.grads_ = None
+        self.grads_, self.applied = None, False
         self.unconnected = tf.UnconnectedGradients.NONE
         self.steps_, self.apply_, self.trainers_, self.criteria_ = {}, None, {}, {}
 
@@ -469,11 +470,11 @@ class TensorFlowRunner(KerasTrainer, Runner):
         return criterion, tf.constant(target) if classes is None else tf.one_hot(target, classes)
 
     # ------------------------------------------------------------ training step
-    def _train_step(self, path, train, backward, unconnected, reduce=True, criterion=None, touch=()):
+    def _train_step(self, path, train, backward, unconnected, reduce=True, criterion=None, touch=(), apply=False):
         """The step as a user writes it; in graph mode a tf.function (graph.compiled: one trace per
         shape of the step: path, train/eval, backward, unconnected-gradient mode, reduction, loss object, the
-        layers whose weights the loss adds times zero)."""
-        key = (tuple(path), train, backward, unconnected, reduce, id(criterion), tuple(touch))
+        layers whose weights the loss adds times zero, whether it applies the gradients too)."""
+        key = (tuple(path), train, backward, unconnected, reduce, id(criterion), tuple(touch), apply)
         if key not in self.steps_:
             def step(x, target):
                 with tf.GradientTape() as tape:
@@ -498,24 +499,31 @@ class TensorFlowRunner(KerasTrainer, Runner):
                     # '_type_enum') on Keras 3 variables (tensorflow#116636); their backing
                     # tf.Variables (`.value`) take the same documented path
                     sources = self.params if KERAS2 else [v.value for v in self.params]
-                return loss, tape.gradient(loss, sources, unconnected_gradients=unconnected)
+                grads = tape.gradient(loss, sources, unconnected_gradients=unconnected)
+                if apply:  # TF's custom-loop guide: apply_gradients in the same function as the loss
+                    self._apply(grads)
+                return loss, grads
             self.steps_[key] = graph.compiled(step) if self.mode == "graph" else step
         return self.steps_[key]
 
-    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=()):
+    def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=(), update=False):
         if self.api == "trainer":  # the engine's trainer steps without a backward pass
             return self._evaluate(path, x, target, train, loss)
         if backward and self.grads_ is not None:
             raise Unsupported("TF gradients are functional: tape.gradient returns new tensors and keeps "
                               "none to accumulate into (summing gradient lists would be the adapter's "
                               "own arithmetic)")
+        # graph mode: one tf.function computes the loss and applies the gradients, as users write a compiled
+        # step; it matters where the loss raises after the optimizer has run ops of its own (its decay)
+        apply = update and backward and self.mode == "graph" and self.strategy is None
         x = self._inputs(path, x)
-        with self._device():
+        with self._device(), self.refusal() if apply else contextlib.nullcontext():
             criterion, target = self._labels(loss, path, target)
-            value, grads = self._train_step(path, train, backward, self.unconnected, reduce, criterion, touch)(
-                tf.constant(x), target)
+            value, grads = self._train_step(path, train, backward, self.unconnected, reduce, criterion, touch,
+                                            apply)(tf.constant(x), target)
         if backward:
             self.grads_ = list(grads)
+            self.applied = apply
         return float(tf.reduce_mean(value))
 
     def forward_replicas(self, shards, x, target, train, backward, loss=None, touch=()):
@@ -587,7 +595,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
                 with self.refusal():
                     self.strategy.run(self._apply, args=(list(self.replica_grads),))
             return
-        if self.grads_ is None:  # no backward since the last clearing: nothing to hand the optimizer
+        if self.grads_ is None or self.applied:  # no backward since the last clearing, or forward applied it
             return
         if self.apply_ is None:
             self.apply_ = graph.compiled(self._apply) if self.mode == "graph" else self._apply

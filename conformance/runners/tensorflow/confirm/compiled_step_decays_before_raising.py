@@ -6,7 +6,8 @@ the optimizer applies its decay to the variables before the step's gradients (Ke
 op then fails (here a label of -100 outside the valid range), the graph execution raises, but the decay already
 assigned stays: every optimizer variable has shrunk by lr * wd and none was updated by a gradient. The same step
 with run_eagerly=True raises before the optimizer runs and leaves the variables as they were; torch's step
-raises before any update.
+raises before any update. A custom loop's step written as TF's guide writes it (loss, tape.gradient and
+apply_gradients in one tf.function) does the same, with SGD and AdamW alike; run eagerly, it raises first.
 
 Upstream: no upstream page states it.
 """
@@ -56,7 +57,41 @@ def test_a_compiled_step_that_raises_has_already_decayed():
     assert raised and np.array_equal(after, before)
 
 
+def custom_step(optimizer, compiled):
+    """The kernel before and after one step of a custom loop (TF's guide: loss, tape.gradient and
+    apply_gradients in one function), wrapped in tf.function or not, and whether it raised."""
+    model = keras.Sequential([keras.layers.Dense(3)])
+    model.build((None, 3))
+    before = model.layers[0].kernel.numpy().copy()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+    try:
+        (tf.function(train_step) if compiled else train_step)(X, LABELS)
+        raised = False
+    except tf.errors.InvalidArgumentError:
+        raised = True
+    return before, model.layers[0].kernel.numpy(), raised
+
+
+def test_a_custom_tf_function_step_that_raises_has_already_decayed():
+    for name, make in (("SGD", lambda: keras.optimizers.SGD(learning_rate=LR, weight_decay=WD)),
+                       ("AdamW", lambda: keras.optimizers.AdamW(learning_rate=LR, weight_decay=WD))):
+        before, after, raised = custom_step(make(), compiled=True)
+        print(f"custom tf.function step, {name}: raised", raised, "| kernel after / before",
+              np.unique(np.round(after / before, 6)))
+        assert raised and np.allclose(after, before * (1 - LR * WD), rtol=1e-6)
+        before, after, raised = custom_step(make(), compiled=False)
+        print(f"custom eager step, {name}: raised", raised, "| kernel unchanged", np.array_equal(after, before))
+        assert raised and np.array_equal(after, before)
+
+
 if __name__ == "__main__":
     print("tensorflow", tf.__version__, "keras", keras.__version__)
     test_a_compiled_step_that_raises_has_already_decayed()
+    test_a_custom_tf_function_step_that_raises_has_already_decayed()
     print("confirmed: compiled-step-decays-before-raising")
