@@ -74,9 +74,11 @@ def remove_orphaned_logs() -> None:
     """At the start of a run: remove the log folders of runs that ended without removing them (SIGKILL). A
     folder's name starts with its run's tag, whose first part is the run's pid: a pid no process has is gone.
     (A pid reused since by another process keeps its folder until that process ends too.)"""
+    if not os.path.isdir("/proc"):  # no way to tell a live run from a gone one here
+        return
     for folder in Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*"):
         pid = folder.name[len(LOGS_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and os.path.isdir("/proc"):
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(folder, ignore_errors=True)
 
 

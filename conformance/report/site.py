@@ -212,14 +212,14 @@ def capped(history: History, warn, limit: int = MAX_HISTORY_BYTES) -> str:
     """The history as JSON within `limit` bytes (what load_history reads back): the oldest snapshots
     dropped, with a warning, where all of them do not fit."""
     text = history.model_dump_json()
-    dropped = 0
-    while len(text.encode()) > limit and len(history.snapshots) > 1:
-        # the share to drop, from the average snapshot's size; at least one
-        excess = (len(text.encode()) - limit) / (len(text.encode()) / len(history.snapshots))
-        drop = min(len(history.snapshots) - 1, max(1, int(excess) + 1))
+    size, dropped = len(text.encode()), 0
+    while size > limit and len(history.snapshots) > 1:
+        # as many as the excess holds average snapshots, and one more
+        drop = min(len(history.snapshots) - 1, int((size - limit) / (size / len(history.snapshots))) + 1)
         del history.snapshots[:drop]
         dropped += drop
         text = history.model_dump_json()
+        size = len(text.encode())
     if dropped:
         warn(f"the history reached its size cap ({limit >> 20} MiB): the {dropped} oldest snapshots were dropped, "
              f"the newest {len(history.snapshots)} kept")
