@@ -134,7 +134,9 @@ def masked_layers(fraction):
 AUDIT_STEPS = 3     # the audit's default
 AUDIT_BATCH = 8     # images of AUDIT_IMAGE x AUDIT_IMAGE through a ResNet-18
 AUDIT_IMAGE = 64
-AUDIT_REPEATS = 3   # audited runs (and as many plain runs), alternated; the medians are compared
+# audited runs (and as many plain runs), alternated; the medians are compared. The benchmark check in
+# the tests env asks for 1 (CONFORMANCE_BENCH_AUDIT_REPEATS): it shows the benchmark runs, not what it measures.
+AUDIT_REPEATS = setting("CONFORMANCE_BENCH_AUDIT_REPEATS", 3, _whole(1, 100), "a whole number of repeats from 1 to 100")
 
 
 # ------------------------------------------------------------------ fixed-seed data

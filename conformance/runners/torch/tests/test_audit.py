@@ -81,12 +81,13 @@ TARGET = textwrap.dedent("""\
 
 @pytest.mark.parametrize("second, status, says", [
     ("raise RuntimeError('out of memory')", 3, "step 2 of 3 raised RuntimeError: out of memory"),
-    ("time.sleep(3600)", 3, "step 2 of 3 did not finish within 60 s"),
+    ("time.sleep(3600)", 3, "step 2 of 3 did not finish within 20 s"),
     ("os.kill(os.getpid(), signal.SIGSEGV)", 3, "ended (signal SIGSEGV) during step 2 of 3"),
 ])
 def test_a_failing_step_is_one_line_and_the_steps_before_it_are_kept(tmp_path, second, status, says):
     (tmp_path / "user.py").write_text(TARGET.format(second=second))
-    done = _audit(tmp_path, f"{tmp_path / 'user.py'}:build", "--timeout", "60")
+    # 20 s: ample for loading torch and one tiny step on a busy machine, and what the hang costs
+    done = _audit(tmp_path, f"{tmp_path / 'user.py'}:build", "--timeout", "20")
     assert done.returncode == status, done.stderr
     doc = json.loads((tmp_path / "audit.json").read_text())
     assert doc["steps_done"] == 1 and says in doc["error"] and "\n" not in doc["error"]
