@@ -27,6 +27,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -62,6 +63,41 @@ NO_REPLY = "no reply after another rank's error"
 
 
 LOGS_PREFIX = "conformance-ranks-"  # of the temporary folder where a rank group's launcher runs and its ranks log
+
+
+_TRACEBACK = re.compile(r"(?P<prefix>.*?)Traceback \(most recent call last\):\s*$")
+_FATAL = re.compile(r"Fatal Python error: .*")
+
+
+def rank_cause(text: str, script: str) -> str:
+    """The line of a launcher's log that says why a rank failed: the exception ending a traceback raised in the
+    rank's `script`, or a native crash's "Fatal Python error" (faulthandler), whichever came last. Failing that,
+    the last line with a word in it before the last traceback raised elsewhere. What a launcher prints once a
+    rank has failed (its own traceback and report: torchrun's ChildFailedError, msrun's "Distributed job exited
+    with exception", rows of '=') says that a rank failed, not why. '' for a log that says nothing."""
+    lines = text.splitlines()
+    in_script = re.compile(rf'File "(?:.*/)?{re.escape(script)}"')
+    cause, end, i = "", len(lines), 0
+    while i < len(lines):
+        fatal, start = _FATAL.search(lines[i]), _TRACEBACK.match(lines[i])
+        if fatal:
+            cause = fatal.group(0).strip()
+        elif start:
+            prefix, first = start["prefix"], i
+            i += 1
+            # its frames are indented under the prefix (a launcher may put "[rank1]: " before a rank's lines)
+            while i < len(lines) and lines[i].startswith(prefix + " "):
+                i += 1
+            if first + 1 < len(lines) and in_script.search(lines[first + 1]):
+                if i < len(lines):
+                    cause = lines[i][len(prefix):].strip()
+            else:  # raised elsewhere: the last such one is the launcher's own, as a rule, and its report follows
+                end = first
+        i += 1
+    if cause:
+        return cause
+    worded = [line.strip() for line in lines[:end] if re.search(r"[A-Za-z0-9]", line)]
+    return worded[-1] if worded else ""
 
 
 def remove_logs(tag: str) -> None:
@@ -193,7 +229,7 @@ class Ranks:
             if len(accepted) < self.world:
                 why = "the launcher exited" if self.launcher_exited() else f"not all joined within {timeout:g} s"
                 self.kill()
-                raise GroupFailed(f"{len(accepted)} of {self.world} ranks joined ({why}): {self.last_line()}")
+                raise GroupFailed(f"{len(accepted)} of {self.world} ranks joined ({why}): {self.failure_line()}")
         finally:
             listener.close()
         with lock:
@@ -202,12 +238,12 @@ class Ranks:
         for conn in joined:
             if not conn.poll(max(0.0, deadline - time.monotonic())):
                 self.kill()
-                raise GroupFailed(f"a rank joined but never said it was ready: {self.last_line()}")
+                raise GroupFailed(f"a rank joined but never said it was ready: {self.failure_line()}")
             try:
                 message = conn.recv()
             except (EOFError, OSError):
                 self.kill()
-                raise GroupFailed(f"a rank died while starting: {self.last_line()}") from None
+                raise GroupFailed(f"a rank died while starting: {self.failure_line()}") from None
             if message[0] == "fatal":
                 self.kill()
                 raise GroupFailed(message[1])
@@ -222,16 +258,17 @@ class Ranks:
     def launcher_exited(self) -> bool:
         return any(launcher.poll() is not None for launcher in self.launchers)
 
-    def last_line(self) -> str:
-        """The last line the ranks and their launchers printed (the cause of a failure, as a rule), from the log
-        written last."""
-        lines = []
-        for log in sorted(self.log_files, key=lambda f: f.stat().st_mtime if f.exists() else 0):
+    def failure_line(self) -> str:
+        """Why the group failed, in one line: the rank's own words (rank_cause) from the log written last that
+        says anything."""
+        for log in sorted(self.log_files, key=lambda f: f.stat().st_mtime if f.exists() else 0, reverse=True):
             try:
-                lines += [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+                cause = rank_cause(log.read_text(errors="replace"), ENTRY.name)
             except OSError:
-                pass
-        return lines[-1].strip()[:300] if lines else "no output"
+                continue
+            if cause:
+                return cause[:300]
+        return "no output"
 
     def kill(self) -> None:
         """End each launcher's session (the ranks with it) and drop the connections."""
@@ -297,10 +334,10 @@ class Ranks:
                     return [replies.get(r, ("error", NO_REPLY)) for r in range(self.world)], None
                 hung = [r for r in range(self.world) if r not in replies]
                 if len(hung) == 1:
-                    return [], f"rank {hung[0]} hung: no reply within {within:.3g} s ({self.last_line()})"
+                    return [], f"rank {hung[0]} hung: no reply within {within:.3g} s ({self.failure_line()})"
                 # which of them holds the others in a collective, no reply tells: each is named
                 return [], (f"ranks {_listed(hung)} hung: no reply within {within:.3g} s (one may wait for another "
-                            f"in a collective) ({self.last_line()})")
+                            f"in a collective) ({self.failure_line()})")
             for conn in wait(waiting, min(left, POLL_S * 10)):
                 rank = self.conns.index(conn)
                 try:
@@ -309,8 +346,8 @@ class Ranks:
                     time.sleep(POLL_S)  # its launcher prints why it ended, and may end the other ranks
                     dead = [r for r, other in enumerate(self.conns) if r not in replies and _closed(other)]
                     if len(dead) > 1:  # ended together (a launcher ends the rest once one fails): which first, unknown
-                        return [], f"ranks {_listed(dead)} ended: {self.last_line()}"
-                    return [], f"rank {rank} died: {self.last_line()}"
+                        return [], f"ranks {_listed(dead)} ended: {self.failure_line()}"
+                    return [], f"rank {rank} died: {self.failure_line()}"
                 except Exception as exc:
                     return [], f"rank {rank}: bad reply: {one_line(exc)}"
                 if (seq, who) != (self.seq, rank):
@@ -337,6 +374,8 @@ def _closed(conn) -> bool:
 def rank_main() -> None:
     """One rank, started by the launcher: connect back, build the room's runner, observe each case it is sent."""
     from ..runners import load_adapter
+    import faulthandler
+    faulthandler.enable()  # a native crash leaves its cause in the launcher's log (rank_cause reads it)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     die_with_parent()  # the launcher
     given = json.loads(os.environ[RUN_ENV])

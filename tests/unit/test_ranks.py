@@ -19,7 +19,7 @@ import pytest
 
 from conformance import results
 from conformance.__main__ import main
-from conformance.engine.ranks import LOGS_PREFIX
+from conformance.engine.ranks import LOGS_PREFIX, rank_cause
 
 FAULTS = Path(__file__).parent / "faults"
 SPEC = FAULTS / "ranks"
@@ -51,7 +51,9 @@ def test_each_rank_fault_is_its_case_error_and_the_group_starts_again(tmp_path):
                  "--replicas", "2", "--timeout", "4", "--out", str(out)])
     assert code == 0
     by_id = {c.id: c for c in results.read(out).cases}
-    assert by_id["fault-crash"].verdict == "error" and by_id["fault-crash"].reason.startswith("rank 1 died: ")
+    assert by_id["fault-crash"].verdict == "error"
+    # the rank's own words, not the launcher's line after them ("launcher: a rank exited with status -11")
+    assert by_id["fault-crash"].reason == "rank 1 died: Fatal Python error: Segmentation fault"
     assert by_id["fault-hang"].verdict == "error" and by_id["fault-hang"].reason.startswith("rank 1 hung: no reply within")
     assert by_id["fault-raises"].reason.startswith("rank 1: RuntimeError: injected failure on rank 1")
     # rank 1 raised while rank 0 waited: the error, after a short grace, and a new group for the next case
@@ -201,3 +203,25 @@ def test_a_killed_runs_rank_logs_are_removed_by_the_next_run(tmp_path):
     finally:
         shutil.rmtree(alive, ignore_errors=True)
         shutil.rmtree(orphan, ignore_errors=True)
+
+
+LOGS = Path(__file__).parent / "faults" / "launcher_logs"
+
+
+@pytest.mark.parametrize("log, script, cause", [
+    # what torchrun (torch 2.13), paddle's launch (3.3) and msrun (MindSpore 2.10) printed when rank 1 of 2 raised
+    # or crashed, the paths shortened; each ends with the launcher's own traceback, report or banner
+    ("torchrun.log", "fail.py", "RuntimeError: NCCL-ish failure: tensor shape mismatch in all_reduce"),
+    ("torchrun-segfault.log", "crash.py", "Fatal Python error: Segmentation fault"),
+    ("paddle-launch.log", "fail.py", "RuntimeError: NCCL-ish failure: tensor shape mismatch in all_reduce"),
+    ("msrun.log", "msfail.py", "RuntimeError: NCCL-ish failure: tensor shape mismatch in all_reduce"),
+])
+def test_a_failure_is_the_ranks_own_words_not_the_launchers_banner(log, script, cause):
+    assert rank_cause((LOGS / log).read_text(), script) == cause
+
+
+def test_without_a_ranks_words_the_cause_is_the_last_line_before_the_launchers_own_traceback():
+    lines = (LOGS / "torchrun.log").read_text().splitlines()
+    del lines[6:10]  # rank 1's traceback: as if it had been killed without a word
+    assert "failed (exitcode: 1) local_rank: 1" in rank_cause("\n".join(lines), "fail.py")
+    assert rank_cause("\n=====\n\n", "x.py") == ""
