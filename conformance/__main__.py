@@ -24,7 +24,7 @@ from .engine.judge import DEFAULT_TIMEOUT, explain, observe_safely
 from .engine.ranks import GroupFailed, Nodes, Ranks, remove_logs
 from .engine.worker import WorkerFailed
 from .kernel.lines import say
-from .kernel.processes import end_strays, tag_run
+from .kernel.processes import contain, end_strays, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run
 from .runners import FRAMEWORKS, ROOMS, FrameworkMissing, Unavailable, adapter_path, offers
@@ -218,6 +218,7 @@ def cmd_repro(args) -> int:
 def _repro_in_ranks(launcher, path: str, run, instance):
     """(kind, observation or why, the run with its version) of one data-parallel instance, observed by a rank
     group of this process; its processes and logs end with it."""
+    contain()
     tag = tag_run()
     group = Ranks(launcher, path, run, tag)
     try:

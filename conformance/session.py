@@ -24,7 +24,7 @@ from .engine.ranks import Nodes, remove_logs, remove_orphaned_logs
 from .engine.worker import Worker, WorkerFailed, run_isolated
 from .kernel import files
 from .kernel.lines import say
-from .kernel.processes import TAG, end_strays, tag_run
+from .kernel.processes import TAG, contain, end_strays, tag_run
 from .oracle.known import load_known, profile
 from .run import AXES, Run, takes
 from .spec import Instance, load_spec
@@ -88,6 +88,7 @@ def run(args, requested: Run, path: str, nodes: Nodes, chosen: Path | None,
 
     workers = []
     remove_orphaned_logs()  # what a run killed before it could clean up left behind
+    contain()  # whatever the run starts ends with it, even after a SIGKILL, where a cgroup can be made
     tag = tag_run()
     new_worker()  # the framework imports while the spec loads
 

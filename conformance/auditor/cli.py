@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..kernel.files import write_atomic
 from ..kernel.lines import one_line, printable, say
-from ..kernel.processes import TAG, Unread, die_with, end_strays, tag_run
+from ..kernel.processes import TAG, Unread, contain, die_with, end_strays, tag_run
 from ..spec.safe_yaml import SpecError, load_yaml, validate
 from . import AuditReport, DEFAULT_STEPS, report
 from .findings import Finding, step_problem
@@ -343,6 +343,7 @@ def cmd_audit(args) -> int:
                            "incomplete: the audit is running"))
 
     print(printable(f"auditing {args.target} on {args.framework}, {args.steps} step(s)"), file=sys.stderr)
+    contain()  # what the audited step starts ends with the audit, even after a SIGKILL, where a cgroup can be made
     inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress)
     if failure is None:
         problem = step_problem(observed)

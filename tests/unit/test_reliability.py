@@ -4,6 +4,7 @@ saved while a slow case runs, and a worker's own exit is told from a kill.
 The test-only spec in faults/pipe puts a healthy case between faults a worker could put on its pipe
 (faults/pipe_adapter.py); each healthy case must conform with its own observation."""
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance import results
+from conformance.kernel import processes
 from conformance.spec import SpecError, load_spec
 
 FAULTS = Path(__file__).parent / "faults"
@@ -120,6 +122,67 @@ def test_a_process_the_worker_started_in_a_session_of_its_own_ends_with_the_run(
     if not gone:
         os.kill(daemon, 9)
     assert gone, "a process the worker started outlived the run"
+
+
+def _ended(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return True
+        time.sleep(0.1)
+    os.kill(pid, 9)
+    return False
+
+
+def _daemon_pid(pid_file: Path, proc) -> int:
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert pid_file.exists(), "the daemon never started"
+    return int(pid_file.read_text())
+
+
+CONTAINED = pytest.mark.skipif(not processes.can_contain(), reason="no writable cgroup v2 hierarchy here")
+USER_DAEMON = """
+import os, sys, time
+sys.path.insert(0, {faults!r})
+from pipe_adapter import start_clean_daemon
+
+def build():
+    start_clean_daemon({pid_file!r})
+    time.sleep(600)
+"""
+
+
+@CONTAINED
+def test_a_clean_environment_daemon_ends_with_a_sigkilled_run(tmp_path):
+    """A case starts a process that left the session and cleared its environment, then the run is killed
+    with SIGKILL, which gives it no chance to end anything: the run's cgroup ends it."""
+    pid_file = tmp_path / "daemon.pid"
+    env = {**os.environ, "DAEMON_PID": str(pid_file),
+           "PYTHONPATH": os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.Popen([sys.executable, "-m", "conformance", "--spec", str(FAULTS / "pipe"), "run",
+                            "--framework", "reference", "--adapter", "pipe_adapter:PipeRunner", "--timeout", "300",
+                            "--out", str(tmp_path / "r.json"), "--case", "pipe-cleandaemon"],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = _daemon_pid(pid_file, run)
+    run.kill()
+    run.wait(30)
+    assert _ended(daemon, 15), "a process a case started outlived the SIGKILLed run"
+
+
+@CONTAINED
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+def test_a_clean_environment_daemon_ends_with_a_stopped_audit(tmp_path, stop):
+    pid_file = tmp_path / "daemon.pid"
+    (tmp_path / "user.py").write_text(USER_DAEMON.format(faults=str(FAULTS), pid_file=str(pid_file)))
+    audit = subprocess.Popen([sys.executable, "-m", "conformance", "audit", f"{tmp_path / 'user.py'}:build",
+                              "--framework", "torch", "--timeout", "300"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = _daemon_pid(pid_file, audit)
+    audit.send_signal(stop)
+    audit.wait(30)
+    assert _ended(daemon, 15), f"a process the audited build started outlived the audit ({stop.name})"
 
 
 # ---------------------------------------------------------------- the pipe at the byte level

@@ -47,6 +47,9 @@ class PipeRunner(ReferenceRunner):
                     time.sleep(600)
                 os._exit(0)
             os.waitpid(pid, 0)
+        if "cleandaemon" in layers:  # a grandchild in a session of its own with an empty environment, then a hang
+            start_clean_daemon(os.environ["DAEMON_PID"])
+            time.sleep(600)
         if "prints" in layers:  # a chatty framework, whose reader may be gone
             for n in range(2000):
                 print(f"framework progress {n}", flush=True)
@@ -64,3 +67,17 @@ class WarmingRunner(PipeRunner):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         time.sleep(float(os.environ.get("WARM_UP_S", "0")))
+
+
+def start_clean_daemon(pid_file):
+    """A process out of reach of the run's process group, session and environment tag: it left the session and
+    cleared its environment (a framework's server started with env={}, say)."""
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(pid_file, "w") as fh:
+                fh.write(str(os.getpid()))
+            os.execve("/bin/sleep", ["sleep", "600"], {})
+        os._exit(0)
+    os.waitpid(pid, 0)
