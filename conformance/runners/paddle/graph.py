@@ -2,8 +2,10 @@
 
 "to_static" (ToStatic): the loop around `paddle.jit.to_static(layer)`, called as its users call it
     (no full_graph: the translator the installed version picks by default, SOT in Paddle 2.6 and 3.x on
-    Python 3.8-3.11), one small Layer per step path, the optimizer step in dygraph as the to_static
-    docs show. A mixin of runner.py's PaddleRunner: it uses the runner's layers and model.
+    Python 3.8-3.11), one small Layer per step that runs the step's path and computes its loss, as users
+    write a converted train step (`loss = loss_fn(model(x), y)` inside it), then backward and the
+    optimizer step in dygraph as the to_static docs show. A mixin of runner.py's PaddleRunner: it uses
+    the runner's layers and model.
 "static" (StaticRunner): the static-graph program of the Fluid reports: `paddle.enable_static()`, a
     Program of paddle.static.data + the same layers, `optimizer.minimize(loss)`, an Executor; and the
     one observation only such a program gives, which parameters its update ops decay (`decayed`). An
@@ -12,6 +14,7 @@
 """
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 
 import numpy as np
@@ -20,27 +23,32 @@ from ..base import Unavailable, Unsupported, frozen_params
 from ...spec import layers as layer_kinds
 from ...spec import DROPOUT_PROBE, PADDING_PROBE, param_names
 # paddle from common.py, which imports it quietly (its import warns about ccache)
-from .common import ROLES, PaddleBase, loss_of, make_layers, new_optimizer, paddle, read_defaults, run_path
+from .common import (ROLES, PaddleBase, criterion, loss_of, make_layers, new_optimizer, paddle, read_defaults,
+                     run_path)
 
 
-class _Path(paddle.nn.Layer):
-    """What a user hands to paddle.jit.to_static: one step path, its layers in order (a Linear
-    after an image flattens it first)."""
+class _Step(paddle.nn.Layer):
+    """What a user hands to paddle.jit.to_static: one training step's forward, its path's layers in
+    order (a Linear after an image flattens it first) and the loss of their output, built once as a
+    user's loss object is. The loss is inside the converted function, where Paddle 2.6's cross-entropy
+    divides its mean as its static program does, not as its dygraph does (known.yaml)."""
 
-    def __init__(self, layers, detach_after, flatten):
+    def __init__(self, layers, detach_after, flatten, reduce, ce):
         super().__init__()
         self.steps = paddle.nn.LayerList(layers)
         self.detach = [i for i, name in enumerate(detach_after) if name]
         self.flatten = [i for i, name in enumerate(flatten) if name]
+        self.reduce = reduce
+        self.loss_fn = None if ce is None else criterion(ce)
 
-    def forward(self, x):
+    def forward(self, x, target):
         for i, layer in enumerate(self.steps):
             if i in self.flatten:
                 x = paddle.flatten(x, 1)
             x = layer(x)
             if i in self.detach:
                 x = x.detach()
-        return x
+        return loss_of(x, target, self.reduce) if self.loss_fn is None else self.loss_fn(x, target)
 
 
 def _compiled_node(name: str) -> bool:
@@ -58,11 +66,11 @@ def _fresh_sot():
     """Each case is a user program of its own, but the worker runs every case of a run in one process:
     SOT's per-process state is started afresh for each case, as it is for a new program.
 
-    - OpcodeExecutorCache: SOT keys its translations by the code of _Path.forward, shared by every
+    - OpcodeExecutorCache: SOT keys its translations by the code of _Step.forward, shared by every
       case, and guards them by id() of the layers; past MAX_CACHE_SIZE (20) translations of one code it
       silently runs dygraph. Cleared.
     - StepInfoManager: SOT marks the code it generates as holding a graph only during the first
-      BACK_TRACE_STEPS (20) calls of a converted function, counted per code of _Path.forward over the
+      BACK_TRACE_STEPS (20) calls of a converted function, counted per code of _Step.forward over the
       process; a generated code never marked runs as plain dygraph from its 10th call on (the C++
       CodeStatus). Reset, so a case's first calls mark its codes as a new program's first calls do.
     - CodeStatus (C++; no Python binding clears it) keys that state by the code object's address: a
@@ -70,7 +78,7 @@ def _fresh_sot():
       one marked "without graph" runs dygraph from its first call (Paddle 2.6.2: a few dozen cases
       of a run, a different few each time, fell back so). The generated codes of earlier cases are
       kept alive, so no address is reused.
-    The output of every call is still checked to come from a compiled program (_compiled_path)."""
+    The loss of every call is still checked to come from a compiled program (_compiled_step)."""
     from paddle.jit.sot.opcode_translator.custom_code import CustomCode
     from paddle.jit.sot.opcode_translator.executor.executor_cache import OpcodeExecutorCache
     from paddle.jit.sot.utils import StepInfoManager
@@ -89,38 +97,47 @@ def _fresh_sot():
 
 
 class ToStatic:
-    """backend "to_static": the dygraph loop with each step path compiled by paddle.jit.to_static."""
+    """backend "to_static": the dygraph loop with each step (path and loss) compiled by paddle.jit.to_static."""
 
     def _start_to_static(self):
-        self.compiled = {}  # one compiled Layer per step path, within this case only
+        self.compiled = {}  # one compiled Layer per step path and reduction, within this case only
         _fresh_sot()
 
-    def _compiled_path(self, path, x):
-        """to_static of the step's path, with the installed version's default translator. SOT runs a
-        graph of fewer than MIN_GRAPH_SIZE (10) ops as plain dygraph without a word, and these paths
-        are a few ops: the guard lowers it to 0, and STRICT_MODE makes an unsupported frame raise
-        instead of falling back (both act on SOT only). Each output is then checked to come from the
-        compiled program."""
-        from paddle.jit.sot.utils import min_graph_size_guard, strict_mode_guard
-        from paddle.jit.sot.utils.exceptions import FallbackError
-        key = tuple(path)
+    def _compiled_step(self, path, x, target, reduce=True, ce=None):
+        """The step's loss, from to_static of the step (its path and its loss), with the installed
+        version's default translator; under DataParallel, the net's forward runs it (a model whose
+        converted forward returns its loss, wrapped in DataParallel). SOT runs a graph of fewer than
+        MIN_GRAPH_SIZE (10) ops as plain dygraph without a word, and these steps are a few ops: the
+        guard lowers it to 0, and STRICT_MODE makes an unsupported frame raise instead of falling back
+        (both act on SOT only). Each loss is then checked to come from the compiled program."""
+        key = (tuple(path), reduce)  # the case's loss object is the same for every step
         if key not in self.compiled:
             flatten = layer_kinds.flatten_before(self.model, path)
-            layer = _Path([self.layers[n] for n in path], [n in self.model.detach_after for n in path],
-                          [i in flatten for i in range(len(path))])
-            self.compiled[key] = paddle.jit.to_static(layer)  # as a user calls it: the default translator
+            step = _Step([self.layers[n] for n in path], [n in self.model.detach_after for n in path],
+                         [i in flatten for i in range(len(path))], reduce, ce)
+            self.compiled[key] = paddle.jit.to_static(step)  # as a user calls it: the default translator
+        run = functools.partial(self._run_compiled, self.compiled[key], target=target)
+        if self.parallel is not None:
+            self.net.run_path = run
+            return self.parallel(x)
+        return run(x)
+
+    @staticmethod
+    def _run_compiled(compiled, x, target):
+        from paddle.jit.sot.utils import min_graph_size_guard, strict_mode_guard
+        from paddle.jit.sot.utils.exceptions import FallbackError
         try:
             with min_graph_size_guard(0), strict_mode_guard(True):
-                y = self.compiled[key](x)
+                loss = compiled(x, target)
         except FallbackError as exc:  # the strict mode's refusal, where a user's SOT would run the frame in dygraph
             said = " ".join(str(exc).split())[:200]
             raise Unsupported(f"to_static cannot compile this path whole (SOT would fall back to dygraph): {said}") \
                 from None
-        node = y.grad_fn.name() if y.grad_fn is not None else None
+        node = loss.grad_fn.name() if loss.grad_fn is not None else None
         if node is not None and not _compiled_node(node):
-            raise RuntimeError(f"to_static fell back to dygraph: the output's grad node is {node}, "
+            raise RuntimeError(f"to_static fell back to dygraph: the loss's grad node is {node}, "
                                f"not the compiled program's Dy2StGradNode")
-        return y
+        return loss
 
 
 @contextmanager

@@ -1,9 +1,10 @@
 """PaddlePaddle adapter: the code a Paddle 3 user writes in dygraph, the hand-written loop (eager / loop):
     loss = ((model(x) - t) ** 2).mean(); loss.backward(); opt.step(); opt.clear_grad()
-the same loop around `paddle.jit.to_static(layer)` (--mode graph, backend "to_static": graph.py's ToStatic),
-and hapi's `paddle.Model` (--api trainer: trainer.py's HapiTrainer). The static-graph Program run by an
-Executor (backend "static") is an adapter of its own, graph.py's StaticRunner; common.py holds what the two
-share (the layers, the optimizer, the loss, the defaults read back, the device).
+the same loop with the step's forward and loss in `paddle.jit.to_static(layer)` (--mode graph, backend
+"to_static": graph.py's ToStatic), and hapi's `paddle.Model` (--api trainer: trainer.py's HapiTrainer).
+The static-graph Program run by an Executor (backend "static") is an adapter of its own, graph.py's
+StaticRunner; common.py holds what the two share (the layers, the optimizer, the loss, the defaults read
+back, the device).
 
 "Default" clearing is plain `opt.clear_grad()`, whatever its default is in the installed version
 (Paddle 3: set_to_zero=True). Freezing a parameter is `param.stop_gradient = True`; `param.trainable`
@@ -132,15 +133,19 @@ class PaddleRunner(ToStatic, HapiTrainer, PaddleBase):
             model.train()  # reaches only registered sublayers, as in user code
         else:
             model.eval()
-        y = paddle.to_tensor(x)
-        if self.parallel is not None:  # through DataParallel, which the net's forward runs the step's path for
-            # (in graph mode the to_static path: a compiled program inside DataParallel)
-            self.net.run_path = functools.partial(self._compiled_path if self.mode == "graph" else self._run_path, path)
-            y = self.parallel(y)
+        y, t = paddle.to_tensor(x), paddle.to_tensor(target)
+        if self.mode == "graph":  # the compiled step computes the loss (graph.py), inside DataParallel if any
+            value = self._compiled_step(path, y, t, reduce, loss)
         else:
-            y = self._compiled_path(path, y) if self.mode == "graph" else self._run_path(path, y)
-        value = loss_of(y, paddle.to_tensor(target), reduce, loss)
-        for name in touch:  # the unused-parameter workaround: loss + 0 * p.sum()
+            if self.parallel is not None:  # through DataParallel, which the net's forward runs the step's path for
+                self.net.run_path = functools.partial(self._run_path, path)
+                y = self.parallel(y)
+            else:
+                y = self._run_path(path, y)
+            value = loss_of(y, t, reduce, loss)
+        # the unused-parameter workaround: loss + 0 * p.sum(), in dygraph in both modes: in a converted function SOT
+        # does not compile it (Paddle 3 breaks the graph at Layer.parameters(); 2.6 runs the whole step as dygraph)
+        for name in touch:
             value = value + 0 * sum(p.sum() for p in self.layers[name].parameters())
         if backward:
             value.backward()

@@ -4,8 +4,10 @@ paddle.nn.CrossEntropyLoss with reduction "mean" (the default) and a negative ig
 or -1): the samples labelled ignore_index add nothing to the sum, as in torch, but the sum is divided by the
 batch size N instead of the number of samples not ignored, so the loss and every gradient are (kept / N) times
 torch's. A non-negative ignore_index divides by the count, as torch does. cross_entropy takes the count branch
-only `if ignore_index >= 0`: Paddle 3.x in dygraph and in a static Program; Paddle 2.6 in a static Program only
-(its dygraph branch counts the ignored labels and divides by the rest).
+only `if ignore_index >= 0`: Paddle 3.x in dygraph and in a static Program; Paddle 2.6 in a static Program, and
+under paddle.jit.to_static with the loss inside the converted train step (full_graph=True, and the default
+translator, SOT, where it compiles the step: a step of a few ops it runs as dygraph). Paddle 2.6's dygraph branch
+counts the ignored labels and divides by the rest.
 
 Upstream: https://github.com/PaddlePaddle/Paddle/pull/76033
 """
@@ -23,9 +25,9 @@ LABELS = np.array([-100, 1, 2, 0], np.int64)  # sample 0 carries torch's ignore 
 PADDLE_3 = int(paddle.__version__.split(".")[0]) >= 3
 
 
-def nll(labels):
+def nll(labels, scores=SCORES):
     """Each sample's cross-entropy against its label (0 where the label is negative)."""
-    z = SCORES.astype(np.float64)
+    z = scores.astype(np.float64)
     log_p = z - z.max(1, keepdims=True)
     log_p -= np.log(np.exp(log_p).sum(1, keepdims=True))
     return np.array([-log_p[i, c] if c >= 0 else 0.0 for i, c in enumerate(labels)])
@@ -69,8 +71,54 @@ def test_static_program_mean_divides_by_the_batch():
     assert np.isclose(value, reference_sum() / 4, rtol=1e-5)
 
 
+paddle.seed(0)
+MODEL = paddle.nn.Sequential(*[paddle.nn.Linear(3, 3) for _ in range(4)])  # past SOT's MIN_GRAPH_SIZE (10 ops)
+LOSS_FN = paddle.nn.CrossEntropyLoss()
+
+
+def train_step(x, labels):  # a converted train step as users write it: the loss inside
+    return LOSS_FN(MODEL(x), labels)
+
+
+def tiny_step(x, labels):  # the loss alone: a few ops, which SOT runs as dygraph
+    return LOSS_FN(x, labels)
+
+
+def step_mean(step, model):
+    """The step's loss, the first weight's gradient, the sum of the kept samples' cross-entropies, and the
+    loss's grad node (the compiled program's: Dy2StGradNode in Paddle 3, GradNodeBase in 2.6)."""
+    x = paddle.to_tensor(SCORES, stop_gradient=model is not None)
+    loss = step(x, paddle.to_tensor(LABELS))
+    node = loss.grad_fn.name()
+    loss.backward()
+    weight = model[0].weight if model is not None else x
+    grad = weight.grad.numpy().copy()
+    weight.clear_gradient()
+    with paddle.no_grad():
+        scores = SCORES if model is None else model(paddle.to_tensor(SCORES)).numpy()
+    return loss.item(), grad, nll(LABELS, scores).sum(), node
+
+
+def test_to_static_step_with_the_loss_inside_divides_by_the_batch():
+    value, eager_grad, kept, _ = step_mean(train_step, MODEL)  # dygraph
+    # SOT first: Paddle 2.6.2's SOT runs a function converted with full_graph=True before as dygraph
+    for name, step in (("default (SOT)", paddle.jit.to_static(train_step)),
+                       ("full_graph=True", paddle.jit.to_static(train_step, full_graph=True))):
+        value, grad, kept, node = step_mean(step, MODEL)
+        ratio = np.unique(np.round(grad / eager_grad, 4))
+        print(f"to_static {name}, loss inside: {value:.6f}; sum of the kept / 4: {kept / 4:.6f}, / 3: {kept / 3:.6f}; "
+              f"grad node {node}; gradient / dygraph's {ratio}")
+        assert node in ("Dy2StGradNode", "GradNodeBase")  # the compiled program's
+        assert np.isclose(value, kept / 4, rtol=1e-5)
+        assert np.allclose(grad, eager_grad * (1 if PADDLE_3 else 3 / 4), rtol=1e-4, atol=1e-7)
+    value, _, kept, node = step_mean(paddle.jit.to_static(tiny_step), None)
+    print(f"to_static default (SOT), the loss alone: {value:.6f}; grad node {node}")
+    assert np.isclose(value, kept / (4 if PADDLE_3 else 3), rtol=1e-5)
+
+
 if __name__ == "__main__":
     print("paddle", paddle.__version__)
     test_dygraph_mean_divides_by_the_batch()
     test_static_program_mean_divides_by_the_batch()
+    test_to_static_step_with_the_loss_inside_divides_by_the_batch()
     print("confirmed: ce-negative-ignore-mean-over-batch")

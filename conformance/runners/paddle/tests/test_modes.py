@@ -74,15 +74,15 @@ def test_version_is_a_plain_str():
 
 # ---------------------------------------------------------------- graph mode, backend to_static
 def test_to_static_is_called_as_users_call_it():
-    """The adapter converts each step path with paddle.jit.to_static(layer), no full_graph: the
-    translator the installed version picks by default (SOT, SymbolicStaticFunction, in 2.6 and 3.x on
+    """The adapter converts each step (its path and its loss) with paddle.jit.to_static(layer), no full_graph:
+    the translator the installed version picks by default (SOT, SymbolicStaticFunction, in 2.6 and 3.x on
     Python 3.8-3.11), the one a user's `paddle.jit.to_static(model)` gets."""
     runner, case = started(PaddleRunner(mode="graph"), "sgd-numerics")
     assert runner.backend == "to_static"
     x, t = batch(case, 0, ["a", "b"])
     runner.forward(["a", "b"], x, t, train=True, backward=True)
     users = paddle.jit.to_static(paddle.nn.Linear(4, 3))
-    assert type(runner.compiled[("a", "b")].forward) is type(users.forward)
+    assert type(runner.compiled[(("a", "b"), True)].forward) is type(users.forward)
 
 
 def test_sot_runs_a_small_graph_as_dygraph_without_a_word():
@@ -98,10 +98,26 @@ def test_to_static_runs_the_compiled_program():
     path = case.steps[0].path
     x, t = batch(case, 0, path)
     runner.forward(path, x, t, train=True, backward=True)
-    assert list(runner.compiled) == [tuple(path)]  # one compiled Layer per step path
-    y = runner._compiled_path(path, paddle.to_tensor(x))
+    assert list(runner.compiled) == [(tuple(path), True)]  # one compiled Layer per step path and reduction
+    loss = runner._compiled_step(path, paddle.to_tensor(x), paddle.to_tensor(t))
     # the run-program node: Dy2StGradNode in Paddle 3; 2.6's does not override name()
-    assert y.grad_fn.name() == ("Dy2StGradNode" if paddle.__version__ >= "3" else "GradNodeBase")
+    assert loss.grad_fn.name() == ("Dy2StGradNode" if paddle.__version__ >= "3" else "GradNodeBase")
+
+
+def test_to_static_computes_the_loss_in_the_compiled_step():
+    """The loss is inside the converted step, as users write a to_static train step: Paddle 2.6's compiled
+    cross-entropy with the default ignore index divides by the whole batch, as its static program does (known.yaml:
+    ce-negative-ignore-mean-over-batch), where its dygraph divides by the samples kept."""
+    instance = "ce-default-ignore-index[sgd]"
+    runner, case = started(PaddleRunner(mode="graph"), instance)
+    path = case.steps[0].path
+    x, t = batch(case, 0, path)
+    compiled = runner.forward(path, x, t, train=True, backward=True, loss=case.cross_entropy)
+    runner, _ = started(PaddleRunner(), instance)
+    eager = runner.forward(path, x, t, train=True, backward=True, loss=case.cross_entropy)
+    kept = int((t != -100).sum())
+    assert 0 < kept < len(t)
+    assert compiled == pytest.approx(eager * (1 if paddle.__version__ >= "3" else kept / len(t)), rel=1e-5)
 
 
 def test_to_static_fallback_is_an_error():
