@@ -186,7 +186,7 @@ def rooms_md() -> str:
            "tests`, which `.ci/run` runs) and its `<env>` in `frameworks` (`tox -m frameworks`, which `tox -e "
            "report` runs); an env outside them says why, and runs only when named. A benchmarked env is one of "
            "`tox -e bench`'s and has an `include` entry in `asv.conf.json`. An env with a python needs that "
-           "Python on PATH (`tools/for-tox` puts pyenv's 3.12 there); the others run on tox's own. "
+           "Python on PATH (`tools/with-python312` puts pyenv's 3.12 there); the others run on tox's own. "
            "Each room's section lists its envs.\n"]
     for framework in ROOMS:
         room = offers(framework)

@@ -43,8 +43,8 @@ def test_every_test_the_reliability_page_names_exists():
 
 ROOT = Path(__file__).resolve().parents[2]
 # README's two commands for a fresh machine: the main job, and the tests (which .ci/run runs)
-MAIN_JOB = "pip install tox tox-uv && tools/for-tox tox -e report"
-TESTS = "pip install tox tox-uv && tools/for-tox tox -m tests -p auto"
+MAIN_JOB = "pip install tox && tools/with-python312 tox -e report"
+TESTS = "pip install tox && tools/with-python312 tox -m tests -p auto"
 
 
 def test_readme_is_a_short_guide_with_the_two_commands():
@@ -55,7 +55,7 @@ def test_readme_is_a_short_guide_with_the_two_commands():
     for command in (MAIN_JOB, TESTS):
         assert f"\n    {command}\n" in readme, f"README.md lacks the command `{command}` (as an indented line of its own)"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert re.search(r"^tools/for-tox python3 -m tox -m tests -p auto\b", ci, re.M), \
+    assert re.search(r"^tools/with-python312 python3 -m tox -m tests -p auto\b", ci, re.M), \
         ".ci/run no longer runs README's test command"
 
 

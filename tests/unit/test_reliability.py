@@ -142,6 +142,13 @@ def _daemon_pid(pid_file: Path, proc) -> int:
     return int(pid_file.read_text())
 
 
+def _default_stop_signals():
+    """What a terminal gives the audit: a test run under nohup (SIGHUP ignored, and inherited) must not make it
+    ignore the SIGHUP the test sends."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 CONTAINED = pytest.mark.skipif(not processes.can_contain(), reason="no writable cgroup v2 hierarchy here")
 USER_DAEMON = """
 import os, sys, time
@@ -178,7 +185,8 @@ def test_a_clean_environment_daemon_ends_with_a_stopped_audit(tmp_path, stop):
     (tmp_path / "user.py").write_text(USER_DAEMON.format(faults=str(FAULTS), pid_file=str(pid_file)))
     audit = subprocess.Popen([sys.executable, "-m", "conformance", "audit", f"{tmp_path / 'user.py'}:build",
                               "--framework", "torch", "--timeout", "300"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=_default_stop_signals)
     daemon = _daemon_pid(pid_file, audit)
     audit.send_signal(stop)
     audit.wait(30)
