@@ -153,10 +153,10 @@ CONTAINED = pytest.mark.skipif(not processes.can_contain(), reason="no writable 
 USER_DAEMON = """
 import os, sys, time
 sys.path.insert(0, {faults!r})
-from pipe_adapter import start_clean_daemon
+from pipe_adapter import start_daemon
 
 def build():
-    start_clean_daemon({pid_file!r})
+    start_daemon({pid_file!r}, clean_env=True)
     time.sleep(600)
 """
 

@@ -36,19 +36,9 @@ class PipeRunner(ReferenceRunner):
                 os.write(_pipe().fileno(), fh.read())
             time.sleep(3600)
         if "daemon" in layers:  # a grandchild in a session of its own (a framework's server process)
-            pid = os.fork()
-            if pid == 0:
-                os.setsid()
-                if os.fork() == 0:
-                    with open(os.environ["DAEMON_PID"], "w") as fh:
-                        fh.write(str(os.getpid()))
-                    for fd in (0, 1, 2):  # holds none of the run's pipes: nothing else would notice it
-                        os.dup2(os.open(os.devnull, os.O_RDWR), fd)
-                    time.sleep(600)
-                os._exit(0)
-            os.waitpid(pid, 0)
+            start_daemon(os.environ["DAEMON_PID"], clean_env=False)
         if "cleandaemon" in layers:  # a grandchild in a session of its own with an empty environment, then a hang
-            start_clean_daemon(os.environ["DAEMON_PID"])
+            start_daemon(os.environ["DAEMON_PID"], clean_env=True)
             time.sleep(600)
         if "prints" in layers:  # a chatty framework, whose reader may be gone
             for n in range(2000):
@@ -69,15 +59,19 @@ class WarmingRunner(PipeRunner):
         time.sleep(float(os.environ.get("WARM_UP_S", "0")))
 
 
-def start_clean_daemon(pid_file):
-    """A process out of reach of the run's process group, session and environment tag: it left the session and
-    cleared its environment (a framework's server started with env={}, say)."""
+def start_daemon(pid_file, clean_env):
+    """A process out of reach of the run's process group and session, holding none of the run's pipes; with
+    clean_env, out of reach of the run's environment tag too (a framework's server started with env={}, say)."""
     pid = os.fork()
     if pid == 0:
         os.setsid()
         if os.fork() == 0:
             with open(pid_file, "w") as fh:
                 fh.write(str(os.getpid()))
-            os.execve("/bin/sleep", ["sleep", "600"], {})
+            for fd in (0, 1, 2):  # nothing else would notice it
+                os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+            if clean_env:
+                os.execve("/bin/sleep", ["sleep", "600"], {})
+            time.sleep(600)
         os._exit(0)
     os.waitpid(pid, 0)
