@@ -27,6 +27,7 @@ from .kernel.lines import say
 from .kernel.processes import TAG, contain, end_strays, tag_run
 from .oracle.known import load_known, profile
 from .run import AXES, Run, takes
+from .runners import offers
 from .spec import Instance, load_spec
 
 SAVE_EVERY = 5.0  # seconds between saves of a run in progress
@@ -97,8 +98,11 @@ def run(args, requested: Run, path: str, nodes: Nodes, chosen: Path | None,
         selected = select(spec)
         known = load_known(args.framework, args.known)
         run = workers[0].start()
-        # the run's own cases: a data-parallel case runs only in the runs of its replicas, and the others in none
+        # the run's own cases: a data-parallel case runs only in the runs of its replicas, and the others in none;
+        # asked for none, a smoke run runs its smoke subset
         ours = [i for i in selected if takes(run, i.case)]
+        if not (getattr(args, "k", None) or getattr(args, "case", None)):
+            ours = offers(run.framework).instances(run, spec)
         if selected and not ours and getattr(args, "within_every_run", False):
             say(f"{run.describe()}: none of the instances asked for runs in it")
             return 0

@@ -194,7 +194,10 @@ def rooms_md() -> str:
                    + _envs(manifests[framework]))
         out.append(f"\nDevices: {', '.join(room.devices)}. Runs (`python -m conformance run "
                    f"--framework {framework} --every-run`): "
-                   + ", ".join(r.execution for r in room.every_run(framework)) + ".\n")
+                   + ", ".join(r.execution + (" (the smoke subset)" if room.is_smoke(r) else "")
+                               for r in room.every_run(framework)) + ".\n")
+        if room.smoke:
+            out.append(f"\nThe smoke subset (the seeds and the first case of each other topic): {room.smoke_why}.\n")
         for axis, why in room.refused.items():
             out.append(f"\nRefused, `{axis}`: {why}.\n")
         entries = load_expected(framework)

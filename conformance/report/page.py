@@ -282,11 +282,16 @@ def defaults_table(columns: list[Column]) -> list[dict]:
     return [rows[key] for key in sorted(rows)]
 
 
+def _main_last(col: Column):
+    """A sort key that puts a version's main run last: one of the whole spec (not a smoke run, nor a selection),
+    the cpu eager loop where it is one."""
+    return col.doc.asked is None, col.axes == "", _order(col)
+
+
 def latest_runs(columns: list[Column]) -> list[Column]:
-    """Each framework's newest version (on cpu, eager, loop where it has such a run): what porting
-    notes compare."""
+    """Each framework's newest version, its main run: what porting notes compare."""
     chosen = {}
-    for col in sorted((c for c in columns if c.doc), key=lambda c: (c.axes == "", _order(c))):
+    for col in sorted((c for c in columns if c.doc), key=_main_last):
         chosen[col.framework] = col
     return sorted(chosen.values(), key=_order)
 
@@ -313,17 +318,19 @@ def version_changes(columns: list[Column]) -> list[dict]:
 
 
 def execution_differences(columns: list[Column]) -> list[dict]:
-    """Per framework version and device, each graph or trainer run beside the eager loop: every case
-    whose verdict or explaining variants differ (the reason's numbers may differ without that), and
-    the cases only one of them could run."""
+    """Per framework version and device, each other run beside its main run (the eager loop, unless that ran
+    part of the spec): every case whose verdict or explaining variants differ (the reason's numbers may
+    differ without that), and the cases only one of them could run."""
     runs = [c for c in columns if c.doc]
     where = lambda c: (c.framework, c.doc.environment.framework_version, c.doc.environment.device)
     is_loop = lambda c: (c.doc.environment.mode, c.doc.environment.api) == ("eager", "loop")
-    bases = {where(c): c for c in runs if is_loop(c)}
+    bases = {}
+    for col in sorted(runs, key=lambda c: (c.doc.asked is not None, not is_loop(c), _order(c)), reverse=True):
+        bases[where(col)] = col  # the last one, the main run, stays
     out = []
     for col in runs:
         base = bases.get(where(col))
-        if is_loop(col) or base is None:
+        if base is None or col is base:
             continue
         ran = lambda c: c.verdict != "unsupported"
         changed = _changed(base, col, lambda c: (cell_class(c), [v.name for v in variants_of(c)]))

@@ -18,8 +18,8 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from ..run import AXES, AXIS, Run
-from ..spec import ClearMode, CrossEntropy, Model, Optimizer, param_names
+from ..run import AXES, AXIS, Run, takes
+from ..spec import ClearMode, CrossEntropy, Instance, Model, Optimizer, param_names, smoke
 
 
 class Unsupported(Exception):
@@ -36,13 +36,26 @@ class Offers:
     the devices it can target, and the runs it executes on each, as the values of the axes besides
     framework, version and device (an absent axis takes its default). In graph mode, a room's first
     backend is its default. `refused` says why the room has no run with some axis value, where the
-    framework has no such thing ("api=trainer": torch has no trainer of its own)."""
+    framework has no such thing ("api=trainer": torch has no trainer of its own). `smoke`: those of `runs` that
+    execute only the spec's smoke subset (spec.smoke: the seeds and one case per topic) unless a selection is
+    asked, where the room's main run is another; `smoke_why` says why."""
     devices: tuple[str, ...]
     runs: tuple[dict[str, str], ...]
     refused: dict[str, str] = field(default_factory=dict)
+    smoke: tuple[dict[str, str], ...] = ()
+    smoke_why: str = ""
 
     def every_run(self, framework: str, device: str = "cpu") -> list[Run]:
         return [Run(framework, device=device, **axes) for axes in self.runs]
+
+    def is_smoke(self, run: Run) -> bool:
+        return run.replace(version="") in [Run(run.framework, device=run.device, **axes) for axes in self.smoke]
+
+    def instances(self, run: Run, spec: list[Instance]) -> list[Instance]:
+        """What `run` executes of the spec when no selection is asked: the cases of its replicas (run.takes),
+        and of those only the smoke subset in a smoke run."""
+        ours = [inst for inst in spec if takes(run, inst.case)]
+        return smoke(ours) if self.is_smoke(run) else ours
 
     def resolve(self, run: Run) -> Run:
         """The run as this room executes it (its default backend filled in), or Unavailable."""

@@ -76,6 +76,15 @@ def load_spec(spec_dir: Path = SPEC_DIR) -> list[Instance]:
     return sorted(instances, key=lambda inst: TOPICS.index(inst.topic))  # seeds first
 
 
+def smoke(instances: list[Instance]) -> list[Instance]:
+    """The smoke subset of these instances: every one of the seeds, and those of the first case of each other
+    topic (in spec order). What a room's smoke runs execute (runners.base.Offers.smoke)."""
+    first: dict[str, str] = {}
+    for inst in instances:
+        first.setdefault(inst.topic, inst.case.id)
+    return [inst for inst in instances if inst.topic == "seeds" or first[inst.topic] == inst.case.id]
+
+
 def spec_hash(spec_dir: Path = SPEC_DIR) -> str:
     digest = hashlib.sha256()
     for path in sorted(Path(spec_dir).glob("*.yaml")):

@@ -10,6 +10,11 @@ ADAPTER = "conformance.runners.jax.runner:JaxRunner"
 AUDIT = "conformance.runners.jax.audit:JaxProbe"  # python -m conformance audit
 # how its probe reads gradients before the update (docs/audit.md)
 AUDIT_READS = ("eager steps only: the optimizer instance gets a subclass of its class whose `update` reads the gradient State it is handed (`optimizer.update(model, grads)`), filtered by the optimizer's `wrt` as the update filters it; its class is put back afterwards; an update compiled under `nnx.jit` or `jax.jit` is refused in one line")
+# nnx.jit is the main run, as JAX users train; eager runs the smoke subset
 OFFERS = Offers(devices=("cpu", "cuda"),
-                runs=({}, {"mode": "graph", "backend": "jit"}),
-                refused={"api=trainer": NO_TRAINER})
+                runs=({"mode": "graph", "backend": "jit"}, {}),
+                refused={"api=trainer": NO_TRAINER},
+                smoke=({},),
+                smoke_why=("eager JAX dispatches every operation as its own XLA computation, compiled op by op, which "
+                           "JAX is not tuned for (https://github.com/jax-ml/jax/issues/427: high dispatch overheads); "
+                           "JAX users compile their train step with jit, so nnx.jit runs the whole spec"))

@@ -53,7 +53,10 @@ optax has no default reduction (the loss comes per sample) and no ignore index: 
 A linear or conv2d layer whose bias is left to default is built without use_bias (flax's have one). A
 dropout rate written positionally is nnx.Dropout(0.1, rngs=...); `<layer>.rate` is measured by calling it.
 
---mode graph (backend label jit) compiles the gradient function and the update with nnx.jit (graph.py).
+--mode graph (backend label jit) compiles the gradient function and the update with nnx.jit (graph.py): the
+room's main run, the whole spec; eager runs the smoke subset (__init__.py says why). Where
+JAX_COMPILATION_CACHE_DIR is set (tox sets it), JAX's persistent compilation cache keeps every computation
+compiled, so a second run on the machine compiles little.
 """
 from __future__ import annotations
 
@@ -117,6 +120,11 @@ class JaxRunner(Runner):
             raise Unavailable(f"--device {self.device}: jax {jax.__version__} has no {platform} backend here "
                               f"(jax.devices({platform!r}) fails: a CUDA jaxlib, jax[cuda12], is needed)") from None
         jax.config.update("jax_default_device", self.jax_device)
+        if jax.config.jax_compilation_cache_dir:  # JAX_COMPILATION_CACHE_DIR (tox sets it)
+            # every computation goes in the cache, not only those over 1 s to compile: a run compiles
+            # thousands of small ones (jit's steps, eager's single operations)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
         self.graph = self.mode == "graph"
 
     @staticmethod
