@@ -1,4 +1,5 @@
-"""`python -m conformance audit FILE.py:FUNC --framework F [--steps N] [--json PATH] [--allow FILE]`.
+"""`python -m conformance audit FILE.py:FUNC --framework F [--steps N] [--json PATH] [--junit PATH] [--sarif PATH]
+[--allow FILE]`.
 
 The user's code runs in a child process (spawned, in a session of its own, ended with the parent),
 so a step that hangs is stopped at --timeout and one that crashes the interpreter costs nothing but
@@ -7,7 +8,7 @@ it, derives the findings, and rewrites --json each time, so a crash loses no ste
 
 Exit status: 0 no finding outside --allow; 1 findings outside --allow; 2 bad input (the target, FUNC
 or what it returns, a model of another framework, the --allow file, the options, a --json that is a device,
-FIFO or link or could not be written); 3 the user's step
+FIFO or link or could not be written, and so for --junit and --sarif); 3 the user's step
 raised, hung, crashed, or changed nothing (the findings of the steps before are still shown and saved).
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..kernel.files import write_atomic
 from ..kernel.lines import one_line, printable, say
 from ..kernel.processes import TAG, Unread, contain, die_with, end_strays, tag_run
 from ..spec.safe_yaml import SpecError, load_yaml, validate
-from . import AuditReport, DEFAULT_STEPS, report
+from . import AuditReport, DEFAULT_STEPS, formats, report
 from .findings import Finding, step_problem
 from .kinds import KINDS
 from .observe import AuditInputError, Inventory, StepObservation, observe_step
@@ -225,7 +226,7 @@ def document(target: str, framework: str, steps: int, result: Optional[AuditRepo
              error: Optional[str]) -> dict:
     """The --json document (schema SCHEMA)."""
     findings = result.findings if result else []
-    allowed = {id(f) for f in findings if any(a.covers(f) for a in allow)}
+    because = {id(f): next((a.reason for a in allow if a.covers(f)), None) for f in findings}
     stale = [a.model_dump() for a in allow if not any(a.covers(f) for f in findings)]
     inventory = result.inventory if result else None
     return {
@@ -233,7 +234,8 @@ def document(target: str, framework: str, steps: int, result: Optional[AuditRepo
         "version": inventory.version if inventory else None,
         "model_type": inventory.model_type if inventory else None,
         "steps_requested": steps, "steps_done": len(result.steps) if result else 0,
-        "findings": [{**f.model_dump(), "allowed": id(f) in allowed} for f in findings],
+        "findings": [{**f.model_dump(), "allowed": because[id(f)] is not None, "allowed_because": because[id(f)]}
+                     for f in findings],
         "notes": result.notes if result else [],
         "stale_allow": stale if error is None else [],
         "error": error,
@@ -254,13 +256,18 @@ def _not_a_file(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else "a device, FIFO or link, not a regular file: not replaced"
 
 
-class JsonOut:
-    """--json: the findings, rewritten after each step. A write that fails (the file turned into a device,
-    FIFO or link, the folder removed, the disk full) is said once, in one line; the audit goes on, and its
-    exit status is then 2 unless the step failed."""
+# the output options: each writes the document in its format
+FORMATS = {"json": lambda doc: json.dumps(doc, indent=1, allow_nan=False), "junit": formats.junit,
+           "sarif": formats.sarif}
 
-    def __init__(self, path: Path | None):
-        self.path, self.failed = path, None
+
+class Out:
+    """--json, --junit, --sarif: the findings in that format, rewritten after each step. A write that fails
+    (the file turned into a device, FIFO or link, the folder removed, the disk full) is said once, in one
+    line; the audit goes on, and its exit status is then 2 unless the step failed."""
+
+    def __init__(self, path: Path | None, option: str = "json"):
+        self.path, self.option, self.failed = path, option, None
 
     def write(self, doc: dict) -> None:
         if self.path is None or self.failed:
@@ -268,11 +275,11 @@ class JsonOut:
         why = _not_a_file(self.path)
         if why is None:
             try:
-                write_atomic(self.path, json.dumps(doc, indent=1, allow_nan=False))
+                write_atomic(self.path, FORMATS[self.option](doc))
                 return
             except OSError as exc:
                 why = exc.strerror or str(exc)
-        self.failed = f"--json {self.path}: {why}"
+        self.failed = f"--{self.option} {self.path}: {why}"
         print(printable(f"error: {self.failed}"), file=sys.stderr)
 
 
@@ -329,18 +336,22 @@ def cmd_audit(args) -> int:
     except SpecError as exc:
         print(printable(f"error: {exc}"), file=sys.stderr)
         return BAD_INPUT
-    json_path = Path(args.json) if args.json else None
-    if json_path is not None and (why := _not_a_file(json_path)):
-        print(printable(f"error: --json {json_path}: {why}"), file=sys.stderr)
-        return BAD_INPUT
-    out = JsonOut(json_path)
+    outs = [Out(Path(getattr(args, option)), option) for option in FORMATS if getattr(args, option, None)]
+    for out in outs:
+        if why := _not_a_file(out.path):
+            print(printable(f"error: --{out.option} {out.path}: {why}"), file=sys.stderr)
+            return BAD_INPUT
     started = time.monotonic()
+
+    def write(doc):
+        for out in outs:
+            out.write(doc)
 
     def progress(inventory, observed):
         obs = observed[-1]
         print(f"step {obs.step + 1}/{args.steps}: {obs.seconds:.2f} s, {obs.updates} update(s)", file=sys.stderr)
-        out.write(document(args.target, args.framework, args.steps, report(inventory, observed), allow,
-                           "incomplete: the audit is running"))
+        write(document(args.target, args.framework, args.steps, report(inventory, observed), allow,
+                       "incomplete: the audit is running"))
 
     print(printable(f"auditing {args.target} on {args.framework}, {args.steps} step(s)"), file=sys.stderr)
     contain()  # what the audited step starts ends with the audit, even after a SIGKILL, where a cgroup can be made
@@ -350,7 +361,7 @@ def cmd_audit(args) -> int:
         failure = (STEP_FAILED, problem) if problem else None
     result = report(inventory, observed) if inventory is not None else None
     doc = document(args.target, args.framework, args.steps, result, allow, failure[1] if failure else None)
-    out.write(doc)
+    write(doc)
     if inventory is None:  # nothing was read of the model: the one line is all there is to say
         print(printable(f"error: {failure[1]}"), file=sys.stderr)
         return failure[0]
@@ -358,7 +369,7 @@ def cmd_audit(args) -> int:
     print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
     if failure is not None:
         return failure[0]
-    if out.failed:
+    if any(out.failed for out in outs):
         return BAD_INPUT
     return FINDINGS if any(not f["allowed"] for f in doc["findings"]) else 0
 
@@ -369,6 +380,9 @@ def add_parser(sub) -> None:
     p.add_argument("--framework", required=True, help="the framework the model is written in")
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps to run (default {DEFAULT_STEPS})")
     p.add_argument("--json", help="write the findings here as JSON (rewritten after each step)")
+    p.add_argument("--junit", help="and as JUnit XML: a test per kind of finding, failed by those outside --allow")
+    p.add_argument("--sarif", help="and as SARIF 2.1.0 (GitHub code scanning): a result per finding, at FUNC's "
+                                   "line; those --allow covers suppressed")
     p.add_argument("--allow", help="YAML: allow: [{kind, subject (a glob), reason}]; findings it covers do not fail")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds for loading FUNC and for each step (default {DEFAULT_TIMEOUT:g})")

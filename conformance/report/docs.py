@@ -228,9 +228,14 @@ def audit_md() -> str:
            "How each room's probe reads the gradients before the update, leaving the step as it is:\n\n",
            "".join(f"- **{f}**: {room(f).AUDIT_READS}.\n" for f in probes) or "No room has a probe.\n", "\n",
            f"Exit status: 0 no finding outside `--allow`; {FINDINGS} findings outside it; {BAD_INPUT} bad input "
-           f"(the target, what FUNC returns, a model of another framework, the options, the allow file, a `--json` "
-           f"that is a device, FIFO or link or could not be written); "
+           f"(the target, what FUNC returns, a model of another framework, the options, the allow file, a `--json`, "
+           f"`--junit` or `--sarif` that is a device, FIFO or link or could not be written); "
            f"{STEP_FAILED} the step raised, hung past `--timeout`, crashed, or changed nothing.\n\n",
+           "For CI, besides `--json`: `--junit PATH` writes JUnit XML, one test per kind below, failed by its "
+           "findings outside `--allow` (those inside are listed in its output), and one test in error when the "
+           "steps did not finish; `--sarif PATH` writes SARIF 2.1.0 for GitHub code scanning (upload it with "
+           "`github/codeql-action/upload-sarif`), one result per finding at the line of `def FUNC`, a rule per "
+           "kind, the findings `--allow` covers suppressed with its reason: the allow file is the baseline.\n\n",
            _table(["kind", "what", "explained by"],
                   [[f"`{name}`", kind.title, ", ".join(f"`{v}`" for v in kind.variants) or "no variant"]
                    for name, kind in KINDS.items()])]

@@ -174,11 +174,14 @@ def audit(*args, cwd=None):
 ])
 def test_a_bad_target_is_one_line_and_exit_2(tmp_path, body, says):
     (tmp_path / "user.py").write_text(body + "\n")
-    done = audit(f"{tmp_path / 'user.py'}:build", "--framework", "torch", "--json", str(tmp_path / "a.json"))
+    done = audit(f"{tmp_path / 'user.py'}:build", "--framework", "torch", "--json", str(tmp_path / "a.json"),
+                 "--junit", str(tmp_path / "a.xml"), "--sarif", str(tmp_path / "a.sarif"))
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and len(done.stderr.strip().splitlines()) == 2, done.stderr  # started, error
     assert "Traceback" not in done.stderr
     assert says in json.loads((tmp_path / "a.json").read_text())["error"]
+    assert says in (tmp_path / "a.xml").read_text().replace("&#x27;", "'").replace("&apos;", "'")
+    assert not json.loads((tmp_path / "a.sarif").read_text())["runs"][0]["invocations"][0]["executionSuccessful"]
 
 
 @pytest.mark.parametrize("args, says", [
@@ -215,7 +218,8 @@ def test_an_escape_sequence_in_the_target_reaches_the_console_escaped(tmp_path):
     assert "\x1b" not in done.stderr and "user\\x1b[2J.py" in done.stderr, done.stderr
 
 
-def test_json_is_never_written_over_a_device_a_fifo_or_a_link(tmp_path):
+@pytest.mark.parametrize("option", ["--json", "--junit", "--sarif"])
+def test_json_is_never_written_over_a_device_a_fifo_or_a_link(tmp_path, option):
     import os
     import stat
     (tmp_path / "user.py").write_text("def build():\n    return {}\n")
@@ -223,7 +227,7 @@ def test_json_is_never_written_over_a_device_a_fifo_or_a_link(tmp_path):
     (tmp_path / "link.json").symlink_to(tmp_path / "kept.json")
     os.mkfifo(tmp_path / "fifo.json")
     for target in ["/dev/null", tmp_path / "fifo.json", tmp_path / "link.json"]:
-        done = audit(f"{tmp_path / 'user.py'}:build", "--framework", "torch", "--json", str(target))
+        done = audit(f"{tmp_path / 'user.py'}:build", "--framework", "torch", option, str(target))
         assert done.returncode == 2 and "not a regular file: not replaced" in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
@@ -232,8 +236,8 @@ def test_json_is_never_written_over_a_device_a_fifo_or_a_link(tmp_path):
 
 
 def test_a_json_write_that_fails_mid_audit_is_said_once(tmp_path, capsys):
-    from conformance.auditor.cli import JsonOut
-    out = JsonOut(tmp_path / "a.json")
+    from conformance.auditor.cli import Out
+    out = Out(tmp_path / "a.json")
     out.write({"step": 1})
     assert json.loads((tmp_path / "a.json").read_text()) == {"step": 1} and out.failed is None
     (tmp_path / "a.json").unlink()
