@@ -58,27 +58,27 @@ def _func_line(target: str) -> int:
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func), 1)
 
 
-def sarif(doc: dict) -> str:
-    """One run of the tool: a rule per kind, a result per finding at FUNC's line (an allowed one suppressed, with
-    its --allow reason), and whether the audit finished."""
-    file = doc["target"].rpartition(":")[0]
-    location = {"physicalLocation": {"artifactLocation": {"uri": Path(file).as_posix()},
-                                     "region": {"startLine": _func_line(doc["target"])}}}
+def sarif(*docs: dict) -> str:
+    """One run of the tool over these audits: a rule per kind, a result per finding at FUNC's line (an allowed one
+    suppressed, with its --allow reason), and whether every audit finished."""
     results = []
-    for f in doc["findings"]:
-        result = {"ruleId": f["kind"], "level": "error",
-                  "message": {"text": f"{doc['model_type'] or 'the model'}: {_line(f)}"},
-                  "locations": [location],
-                  "partialFingerprints": {"findingSubject/v1": f"{f['kind']}:{f['subject']}"}}
-        if f["allowed"]:
-            result["suppressions"] = [{"kind": "external", "justification": f.get("allowed_because") or "--allow"}]
-        results.append(result)
+    for doc in docs:
+        file = doc["target"].rpartition(":")[0]
+        location = {"physicalLocation": {"artifactLocation": {"uri": Path(file).as_posix()},
+                                         "region": {"startLine": _func_line(doc["target"])}}}
+        for f in doc["findings"]:
+            result = {"ruleId": f["kind"], "level": "error",
+                      "message": {"text": f"{doc['model_type'] or 'the model'}: {_line(f)}"},
+                      "locations": [location],
+                      "partialFingerprints": {"findingSubject/v1": f"{doc['target']}:{f['kind']}:{f['subject']}"},
+                      "properties": {"framework": doc["framework"], "version": doc["version"]}}
+            if f["allowed"]:
+                result["suppressions"] = [{"kind": "external", "justification": f.get("allowed_because") or "--allow"}]
+            results.append(result)
+    errors = [f"{doc['target']}: {doc['error']}" for doc in docs if doc["error"]]
+    invocation = {"executionSuccessful": not errors}
+    if errors:
+        invocation["toolExecutionNotifications"] = [{"level": "error", "message": {"text": e}} for e in errors]
     rules = [{"id": kind, "shortDescription": {"text": meta.title}} for kind, meta in KINDS.items()]
-    run = {"tool": {"driver": {"name": TOOL, "rules": rules}},
-           "invocations": [{"executionSuccessful": doc["error"] is None,
-                            **({"toolExecutionNotifications": [{"level": "error", "message": {"text": doc["error"]}}]}
-                               if doc["error"] else {})}],
-           "properties": {"framework": doc["framework"], "version": doc["version"],
-                          "steps": f"{doc['steps_done']} of {doc['steps_requested']}"},
-           "results": results}
+    run = {"tool": {"driver": {"name": TOOL, "rules": rules}}, "invocations": [invocation], "results": results}
     return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=1, allow_nan=False)

@@ -70,7 +70,16 @@ def test_sarif_of_a_clean_model_has_no_result_and_of_an_unfinished_audit_says_wh
     assert json.loads(sarif(audited(tmp_path, clean=True)))["runs"][0]["results"] == []
     run = json.loads(sarif(audited(tmp_path, error="step 1 of 3 hung")))["runs"][0]
     assert run["invocations"][0]["executionSuccessful"] is False
-    assert run["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"] == "step 1 of 3 hung"
+    assert run["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"].endswith("user.py:build: step 1 of 3 hung")
+
+
+def test_sarif_of_several_audits_is_one_run_with_the_results_of_each(tmp_path):
+    first, second = audited(tmp_path), audited(tmp_path)
+    second["target"] = second["target"].replace(":build", ":helper")
+    run = json.loads(sarif(first, second))["runs"][0]
+    lines = [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in run["results"]]
+    assert sorted(set(lines)) == [1, 5] and len(lines) == 2 * len(first["findings"])
+    assert len({r["partialFingerprints"]["findingSubject/v1"] for r in run["results"]}) == len(lines)
 
 
 def test_a_target_that_is_no_python_file_still_gets_a_location(tmp_path):

@@ -124,3 +124,18 @@ def test_a_reader_that_goes_away_ends_nothing(tmp_path):
         assert proc.wait(timeout=300) == 1, err
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert json.loads((tmp_path / "audit.json").read_text())["steps_done"] == 3
+
+
+
+def test_the_pytest_fixture_fails_a_users_test_on_a_real_finding_and_passes_a_clean_model(tmp_path):
+    """examples/audit/torch/test_audit_in_pytest.py, a user's own tests: conformance_audit (the plugin pytest loads
+    from the installed suite) passes the clean ResNet and fails the seed-2 one (xfail, strict); --conformance-sarif
+    holds its findings."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "pytest", "-rx", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           str(EXAMPLES_DIR / "torch" / "test_audit_in_pytest.py"), "--conformance-sarif",
+                           str(tmp_path / "a.sarif")], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0 and "1 passed, 1 xfailed" in done.stdout, done.stdout + done.stderr
+    results = json.loads((tmp_path / "a.sarif").read_text())["runs"][0]["results"]
+    assert sorted({r["ruleId"] for r in results}) == ["unregistered"] and len(results) == 4
