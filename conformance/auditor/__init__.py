@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from .findings import Finding, analyse, explain, step_problem
 from .kinds import KINDS
-from .observe import AuditInputError, Inventory, Probe, StepObservation, observe_step
+from .observe import AuditInputError, Inventory, Probe, StepObservation, StepWatch, observe_step
 
 DEFAULT_STEPS = 3
 
@@ -94,9 +94,66 @@ def audit(model, optimizer, step: Callable[[], object], framework: str, steps: i
     return result
 
 
+class StepAudit:
+    """The audit of the first `steps` steps of a training loop another library runs (its callbacks drive this):
+    start(model, optimizer) once the trainer holds both, before_step() and after_step() around each of its
+    steps. After `steps` steps, or at stop() (the training ended first), the probe comes off, `report` holds
+    the findings and on_report(report) is called; the steps after run as they would without the audit. A second
+    start() (fit called again) audits nothing more."""
+
+    def __init__(self, framework: str, steps: int = DEFAULT_STEPS,
+                 on_report: Optional[Callable[["AuditReport"], None]] = None):
+        if not isinstance(steps, int) or steps < 1:
+            raise AuditInputError(f"steps must be a whole number from 1, not {steps!r}")
+        self.framework, self.steps, self.on_report = framework, steps, on_report
+        self.report: Optional[AuditReport] = None
+        self._probe: Optional[Probe] = None
+        self._watch: Optional[StepWatch] = None
+        self._observed: list[StepObservation] = []
+
+    def start(self, model, optimizer) -> None:
+        if self._probe is not None or self.report is not None:
+            return
+        probe = probe_class(self.framework)(model, optimizer)
+        self._inventory = probe.inventory()
+        self._names = [p.name for p in self._inventory.params]
+        self._statistics = frozenset(p.name for p in self._inventory.params if p.statistic)
+        probe.install()
+        self._probe = probe
+
+    def before_step(self) -> None:
+        if self._probe is not None and self._watch is None:
+            self._watch = StepWatch(self._probe, len(self._observed), self._names, self._statistics)
+
+    def after_step(self) -> None:
+        if self._watch is None:
+            return
+        watch, self._watch = self._watch, None
+        try:
+            self._observed.append(watch.end())
+        except AuditInputError as exc:  # the step ran; the probe cannot read what it did
+            self._finish(f"step {len(self._observed) + 1} of {self.steps}: {exc}")
+            return
+        if len(self._observed) >= self.steps:
+            self._finish()
+
+    def stop(self) -> None:
+        if self._probe is not None:
+            self._finish()
+
+    def _finish(self, error: Optional[str] = None) -> None:
+        probe, self._probe, self._watch = self._probe, None, None
+        probe.uninstall()
+        self.report = report(self._inventory, self._observed)
+        self.report.error = error or step_problem(self._observed)
+        if self.on_report is not None:
+            self.on_report(self.report)
+
+
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0][:500] if lines else ""
 
 
-__all__ = ["AuditError", "AuditInputError", "AuditReport", "Finding", "KINDS", "audit", "probe_class", "report"]
+__all__ = ["AuditError", "AuditInputError", "AuditReport", "Finding", "KINDS", "StepAudit", "audit", "probe_class",
+           "report"]

@@ -132,38 +132,51 @@ def grad_state(array: np.ndarray) -> tuple[str, float]:
     return ("zero" if not np.any(array) else "nonzero"), (norm if math.isfinite(norm) else None)
 
 
+class StepWatch:
+    """One step's observation in two halves, for a step the audit does not call itself (a trainer's): made
+    before the step (it reads every value), end() after it. `statistics`: the names that are running
+    statistics, whose moving is never ordinary training, gradient or not."""
+
+    def __init__(self, probe: Probe, index: int, names: list[str], statistics: frozenset[str] = frozenset()):
+        self.probe, self.index, self.wanted, self.statistics = probe, index, set(names), statistics
+        self.before = dict(probe.values())
+        self.start = time.perf_counter()
+
+    def end(self) -> StepObservation:
+        """What changed since the watch began, and what the updates saw."""
+        seconds = time.perf_counter() - self.start
+        updates = self.probe.take_updates()
+        grads: dict[str, tuple[str, Optional[float]]] = {}
+        for update in updates:  # several updates in a step: a gradient any of them saw counts
+            for name, (state, norm) in update["grads"].items():
+                if grads.get(name, ("none",))[0] != "nonzero":
+                    grads[name] = (state, norm)
+        first = updates[0] if updates else {}
+        params = {}
+        before = self.before
+        for name, new in self.probe.values():
+            old = before.pop(name, None)
+            if old is None or name not in self.wanted:
+                continue
+            changed = old.shape != new.shape or not np.array_equal(old, new)
+            state, norm = grads.get(name, ("unread", None))
+            # how far, and whether it was at 0, matter only where a finding may follow: a parameter that
+            # had a gradient and moved is ordinary training, and the commonest case by far (a statistic
+            # with a gradient is not: jax differentiates the ones an optimizer holds)
+            ordinary = state == "nonzero" and name not in self.statistics
+            change = float(np.max(np.abs(new - old))) if changed and not ordinary and old.shape == new.shape \
+                and old.size else 0.0
+            change = change if math.isfinite(change) else 0.0  # a value gone to inf or NaN: moved, not measured
+            params[name] = ParamStep(grad=state, grad_norm=norm, moved=changed, change=change,
+                                     was_zero=False if ordinary else not np.any(old))
+        return StepObservation(step=self.index, updates=len(updates), model_training=first.get("model_training"),
+                               modes=first.get("modes", {}), params=params, seconds=seconds)
+
+
 def observe_step(probe: Probe, step: Callable[[], object], index: int, names: list[str],
                  statistics: frozenset[str] = frozenset()) -> StepObservation:
     """Run the user's step once between two reads of every value, and return what changed and what
-    the updates saw. The step's own exceptions propagate. `statistics`: the names that are running
-    statistics, whose moving is never ordinary training, gradient or not."""
-    before = dict(probe.values())
-    start = time.perf_counter()
+    the updates saw. The step's own exceptions propagate."""
+    watch = StepWatch(probe, index, names, statistics)
     step()
-    seconds = time.perf_counter() - start
-    updates = probe.take_updates()
-    grads: dict[str, tuple[str, Optional[float]]] = {}
-    for update in updates:  # several updates in a step: a gradient any of them saw counts
-        for name, (state, norm) in update["grads"].items():
-            if grads.get(name, ("none",))[0] != "nonzero":
-                grads[name] = (state, norm)
-    first = updates[0] if updates else {}
-    params = {}
-    wanted = set(names)
-    for name, new in probe.values():
-        old = before.pop(name, None)
-        if old is None or name not in wanted:
-            continue
-        changed = old.shape != new.shape or not np.array_equal(old, new)
-        state, norm = grads.get(name, ("unread", None))
-        # how far, and whether it was at 0, matter only where a finding may follow: a parameter that
-        # had a gradient and moved is ordinary training, and the commonest case by far (a statistic
-        # with a gradient is not: jax differentiates the ones an optimizer holds)
-        ordinary = state == "nonzero" and name not in statistics
-        change = float(np.max(np.abs(new - old))) if changed and not ordinary and old.shape == new.shape \
-            and old.size else 0.0
-        change = change if math.isfinite(change) else 0.0  # a value gone to inf or NaN: moved, not measured
-        params[name] = ParamStep(grad=state, grad_norm=norm, moved=changed, change=change,
-                                 was_zero=False if ordinary else not np.any(old))
-    return StepObservation(step=index, updates=len(updates), model_training=first.get("model_training"),
-                           modes=first.get("modes", {}), params=params, seconds=seconds)
+    return watch.end()
