@@ -8,7 +8,7 @@ from .trainer import NO_TRAINER
 ADAPTER = "conformance.runners.torch.runner:TorchRunner"
 AUDIT = "conformance.runners.torch.audit:TorchProbe"  # python -m conformance audit
 # how its probe reads gradients before the update (docs/audit.md)
-AUDIT_READS = ("an optimizer step pre-hook (`Optimizer.register_step_pre_hook`) reads `p.grad` of each parameter the optimizer holds; removed afterwards")
+AUDIT_READS = ("an optimizer step pre-hook (`Optimizer.register_step_pre_hook`) reads `p.grad` of each parameter the optimizer holds, or, where step() is handed a closure that computes them (Lightning, LBFGS), as that closure returns; removed afterwards")
 # aot_eager: dynamo + AOTAutograd (where compiled gradient semantics live), graphs run by eager
 # kernels; inductor: the default backend, which also generates C++ (CPU) / Triton (CUDA) code
 OFFERS = Offers(devices=("cpu", "cuda"),

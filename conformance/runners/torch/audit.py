@@ -3,7 +3,9 @@
 Gradients are read where the update reads them: an optimizer step pre-hook
 (Optimizer.register_step_pre_hook) runs at the start of every optimizer.step() the user's step makes,
 reads `p.grad` of each parameter the optimizer holds and every module's train/eval mode, and changes
-nothing. uninstall() removes the hook.
+nothing. A step handed a closure (`optimizer.step(closure)`: Lightning's automatic optimization, LBFGS)
+computes the gradients inside step(): the hook hands step() the same closure wrapped, which reads them
+as it returns, before the update. uninstall() removes the hook.
 """
 from __future__ import annotations
 
@@ -115,7 +117,7 @@ class TorchProbe(Probe):
         for name, (tensor, _) in self._tensors.items():
             yield name, tensor.detach().cpu().numpy().copy()
 
-    def _at_update(self, optimizer, args, kwargs):
+    def _read(self) -> dict:
         grads = {}
         for name, (tensor, param) in self._tensors.items():
             if param.in_optimizer:
@@ -123,7 +125,27 @@ class TorchProbe(Probe):
                 grads[name] = ("none", None) if grad is None else grad_state(grad.detach().cpu().numpy())
         training = self.model.training
         modes = {path: m.training for path, (m, _) in self._modules.items() if path and m.training != training}
-        self._updates.append({"grads": grads, "model_training": training, "modes": modes})
+        return {"grads": grads, "model_training": training, "modes": modes}
+
+    def _at_update(self, optimizer, args, kwargs):
+        # args: step()'s own, the optimizer first
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        if closure is None:
+            self._updates.append(self._read())
+            return None
+        # step(closure): the closure computes the gradients inside step() (Lightning's automatic optimization,
+        # LBFGS), so they are read as it returns, before the update uses them; a closure called again in the
+        # same step (LBFGS) leaves the last reading
+        update = len(self._updates)
+
+        def reading_closure(*a, **k):
+            out = closure(*a, **k)
+            del self._updates[update:]
+            self._updates.append(self._read())
+            return out
+        if "closure" in kwargs:
+            return args, {**kwargs, "closure": reading_closure}
+        return (args[0], reading_closure, *args[2:]), kwargs
 
     def install(self) -> None:
         self._hook = self.optimizer.register_step_pre_hook(self._at_update)

@@ -139,3 +139,29 @@ def test_the_pytest_fixture_fails_a_users_test_on_a_real_finding_and_passes_a_cl
     assert done.returncode == 0 and "1 passed, 1 xfailed" in done.stdout, done.stdout + done.stderr
     results = json.loads((tmp_path / "a.sarif").read_text())["runs"][0]["results"]
     assert sorted({r["ruleId"] for r in results}) == ["unregistered"] and len(results) == 4
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "lbfgs"])
+def test_a_step_that_hands_the_optimizer_a_closure_is_read_after_its_backward(optimizer):
+    """optimizer.step(closure) computes the gradients inside step() (Lightning, LBFGS): they are read as the
+    closure returns. A clean model gives no finding; an unused layer gives no-gradient, as in a plain step."""
+    import torch
+    torch.manual_seed(0)
+    model = torch.nn.ModuleDict({"used": torch.nn.Linear(4, 2), "unused": torch.nn.Linear(4, 2)})
+    opt = (torch.optim.SGD(model.parameters(), lr=0.1) if optimizer == "sgd"
+           else torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=3))
+    x, y = torch.randn(8, 4), torch.randn(8, 2)
+
+    def step():
+        def closure():
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model["used"](x), y)
+            loss.backward()
+            return loss
+        opt.step(closure)
+
+    report = conformance.audit(model, opt, step, framework="torch")
+    assert report.error is None
+    assert {(f.kind, f.subject) for f in report.findings} == {("no-gradient", "unused.weight"),
+                                                            ("no-gradient", "unused.bias")}
+    assert [s.updates for s in report.steps] == [1, 1, 1]
