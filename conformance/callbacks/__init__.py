@@ -2,7 +2,8 @@
 Each audits the first `steps` training steps (3 by default) as `conformance.audit` does, then steps aside;
 the trainer's run is the same with or without it. Each module imports its framework:
 
-    from conformance.callbacks.keras import AuditCallback     # model.fit(..., callbacks=[AuditCallback()])
+    from conformance.callbacks.keras import AuditCallback      # model.fit(..., callbacks=[AuditCallback()])
+    from conformance.callbacks.lightning import AuditCallback  # Trainer(callbacks=[AuditCallback()]).fit(module)
 
 The callback's `report` holds the findings (conformance.auditor.AuditReport) once the audited steps ran.
 """
