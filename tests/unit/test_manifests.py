@@ -137,7 +137,8 @@ ASV = (ROOT / "asv.conf.json").read_text()
 
 @pytest.mark.parametrize("old, new, complaint", [
     ("    torch: torch==2.13.0", "    torch: torch==2.12.1",
-     "env torch: deps pins ['pytorch-lightning', 'torch==2.12.1'], torch/room.yaml ['pytorch-lightning', 'torch==2.13.0']"),
+     "env torch: deps pins ['accelerate', 'pytorch-lightning', 'torch==2.12.1', 'transformers'], "
+     "torch/room.yaml ['accelerate', 'pytorch-lightning', 'torch==2.13.0', 'transformers']"),
     ("    mindspore,mindspore27: numpy<2\n", "    mindspore: numpy<2\n",
      "env mindspore27: deps pins ['mindspore==2.7.2'], mindspore/room.yaml ['mindspore==2.7.2', 'numpy<2']"),
     ("    jax,jax011: python3.12", "    jax: python3.12",
@@ -163,7 +164,8 @@ def test_a_tox_ini_that_differs_is_named(old, new, complaint):
      'env mindspore of mindspore/room.yaml has no entry {"python": "3.11", "req": {"mindspore": "", "numpy": "1.26.4"}}'),
     ('{"python": "3.12", "req": {"jax"', '{"python": "3.11", "req": {"jax"', "env jax of jax/room.yaml has no entry"),
     ('        {"python": "3.11", "req": {"paddlepaddle": "2.6.2"}},\n', "", "env paddle26 of paddle/room.yaml has no entry"),
-    ('"pytorch-lightning": "", "numpy": ""', '"pytorch-lightning": ""', '{"python": "3.11", "req": {"pytorch-lightning": "", "torch": "2.13.0"}} is no benchmarked env'),
+    ('"accelerate": "", "numpy": ""', '"accelerate": ""',
+     '{"python": "3.11", "req": {"accelerate": "", "pytorch-lightning": "", "torch": "2.13.0", "transformers": ""}} is no benchmarked env'),
 ])
 def test_an_asv_conf_that_differs_is_named(old, new, complaint):
     assert old in ASV
