@@ -8,3 +8,33 @@ the trainer's run is the same with or without it. Each module imports its framew
 
 The callback's `report` holds the findings (conformance.auditor.AuditReport) once the audited steps ran.
 """
+from __future__ import annotations
+
+import sys
+
+from ..auditor import DEFAULT_STEPS, AuditReport, StepAudit
+
+
+class Audited:
+    """What the callbacks share: the audit their trainer's events drive (`audit`), its `report`, and printing it to
+    stderr, as `python -m conformance audit` does, when `verbose`. A callback names its `framework` and the
+    trainer's call (`inside`), and sets `model_type` when training begins."""
+    framework = ""
+    inside = ""
+
+    def __init__(self, steps: int = DEFAULT_STEPS, verbose: bool = True):
+        super().__init__()
+        self.verbose = verbose
+        self.audit = StepAudit(self.framework, steps, on_report=self._reported)
+        self.model_type = ""
+
+    @property
+    def report(self) -> AuditReport | None:
+        return self.audit.report
+
+    def _reported(self, report: AuditReport) -> None:
+        if self.verbose:
+            from ..auditor.cli import document, table
+            doc = document(f"{self.model_type} in {self.inside}", self.framework, self.audit.steps, report, [],
+                           report.error)
+            print(table(doc), file=sys.stderr)

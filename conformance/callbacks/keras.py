@@ -8,28 +8,18 @@ those fit gives without the callback.
 """
 from __future__ import annotations
 
-import sys
-
-from ..auditor import DEFAULT_STEPS, AuditReport, StepAudit
-from ..auditor.cli import document, table
 from ..runners.tensorflow.runner import keras  # Keras 3, or Keras 2 on TF 2.15: the one TF's fit uses
+from . import Audited
 
 
-class AuditCallback(keras.callbacks.Callback):
+class AuditCallback(Audited, keras.callbacks.Callback):
     """Audits the first `steps` training steps of fit (a fit's batch: `steps_per_execution` steps of the
     optimizer, if more than one), then steps aside. `report` holds the findings; `verbose` prints them to
-    stderr as `python -m conformance audit` does."""
-
-    def __init__(self, steps: int = DEFAULT_STEPS, verbose: bool = True):
-        super().__init__()
-        self.verbose = verbose
-        self.audit = StepAudit("tensorflow", steps, on_report=self._reported)
-
-    @property
-    def report(self) -> AuditReport | None:
-        return self.audit.report
+    stderr."""
+    framework, inside = "tensorflow", "fit"
 
     def on_train_begin(self, logs=None):
+        self.model_type = type(self.model).__name__
         self.audit.start(self.model, self.model.optimizer)
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -40,9 +30,3 @@ class AuditCallback(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self.audit.stop()
-
-    def _reported(self, report: AuditReport) -> None:
-        if self.verbose:
-            doc = document(f"{type(self.model).__name__} in fit", "tensorflow", self.audit.steps, report, [],
-                           report.error)
-            print(table(doc), file=sys.stderr)

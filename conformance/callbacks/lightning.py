@@ -7,36 +7,24 @@ is installed, else on `pytorch_lightning`: hand it to the Trainer of the same pa
 """
 from __future__ import annotations
 
-import sys
-
 try:
     from lightning.pytorch import Callback
 except ImportError:
     from pytorch_lightning import Callback
 
-from ..auditor import DEFAULT_STEPS, AuditInputError, AuditReport, StepAudit
-from ..auditor.cli import document, table
+from ..auditor import AuditInputError
+from . import Audited
 
 
-class AuditCallback(Callback):
+class AuditCallback(Audited, Callback):
     """Audits the first `steps` training batches of Trainer.fit (the module and the trainer's one optimizer),
-    then steps aside. `report` holds the findings; `verbose` prints them to stderr as `python -m conformance
-    audit` does."""
-
-    def __init__(self, steps: int = DEFAULT_STEPS, verbose: bool = True):
-        super().__init__()
-        self.verbose = verbose
-        self.audit = StepAudit("torch", steps, on_report=self._reported)
-        self._module = ""
-
-    @property
-    def report(self) -> AuditReport | None:
-        return self.audit.report
+    then steps aside. `report` holds the findings; `verbose` prints them to stderr."""
+    framework, inside = "torch", "Trainer.fit"
 
     def on_train_start(self, trainer, pl_module):
         if len(trainer.optimizers) != 1:
             raise AuditInputError(f"the audit reads one optimizer; this trainer has {len(trainer.optimizers)}")
-        self._module = type(pl_module).__name__
+        self.model_type = type(pl_module).__name__
         self.audit.start(pl_module, trainer.optimizers[0])
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
@@ -47,8 +35,3 @@ class AuditCallback(Callback):
 
     def on_train_end(self, trainer, pl_module):
         self.audit.stop()
-
-    def _reported(self, report: AuditReport) -> None:
-        if self.verbose:
-            doc = document(f"{self._module} in Trainer.fit", "torch", self.audit.steps, report, [], report.error)
-            print(table(doc), file=sys.stderr)
