@@ -76,7 +76,8 @@ class Case:
     @staticmethod
     def audit_target():
         """{"model", "optimizer", "step"} of a ResNet-18 (about 11.7 M parameters) trained the
-        framework's usual way, for audit_cost.py; NotImplementedError (a skip) where none is written."""
+        framework's usual way, for audit_cost.py, and where a trainer's callback is measured on it
+        (callback_cost.py) its "batch" (images, labels); NotImplementedError (a skip) where none is written."""
         raise NotImplementedError("no ResNet-18 audit target is written for this framework yet")
 
 

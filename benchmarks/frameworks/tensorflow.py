@@ -146,4 +146,4 @@ class TensorFlowCase(Case):
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
 
-        return {"model": model, "optimizer": optimizer, "step": step}
+        return {"model": model, "optimizer": optimizer, "step": step, "batch": (images, labels)}

@@ -103,4 +103,4 @@ class TorchCase(Case):
             nn.functional.cross_entropy(model(images), labels).backward()
             optimizer.step()
 
-        return {"model": model, "optimizer": optimizer, "step": step}
+        return {"model": model, "optimizer": optimizer, "step": step, "batch": (images, labels)}
