@@ -5,6 +5,7 @@ the trainer's run is the same with or without it. Each module imports its framew
     from conformance.callbacks.keras import AuditCallback      # model.fit(..., callbacks=[AuditCallback()])
     from conformance.callbacks.lightning import AuditCallback  # Trainer(callbacks=[AuditCallback()]).fit(module)
     from conformance.callbacks.hf import AuditCallback         # transformers.Trainer(..., callbacks=[AuditCallback()])
+    from conformance.callbacks.paddle import AuditCallback     # paddle.Model(net).fit(data, callbacks=[AuditCallback()])
 
 The callback's `report` holds the findings (conformance.auditor.AuditReport) once the audited steps ran.
 """
