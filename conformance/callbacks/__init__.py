@@ -6,8 +6,11 @@ the trainer's run is the same with or without it. Each module imports its framew
     from conformance.callbacks.lightning import AuditCallback  # Trainer(callbacks=[AuditCallback()]).fit(module)
     from conformance.callbacks.hf import AuditCallback         # transformers.Trainer(..., callbacks=[AuditCallback()])
     from conformance.callbacks.paddle import AuditCallback     # paddle.Model(net).fit(data, callbacks=[AuditCallback()])
+    from conformance.callbacks.mindspore import AuditCallback  # Model(net, loss, opt).train(n, data, callbacks=[...])
 
-The callback's `report` holds the findings (conformance.auditor.AuditReport) once the audited steps ran.
+The callback's `report` holds the findings (conformance.auditor.AuditReport) once the audited steps ran. A
+trainer the probe cannot read (MindSpore in GRAPH_MODE, a Keras model fitted before) is refused in one line when
+training begins, before its first step.
 """
 from __future__ import annotations
 
