@@ -32,16 +32,21 @@ def expected(framework: str, version: str | None = None) -> dict[str, dict[str, 
     return out
 
 
-def build(framework: str, target: str) -> dict:
-    """FUNC() of the example FILE.py:FUNC, its folder on sys.path as `python FILE` would put it."""
-    file, func = target.split(":")
+def example(framework: str, file: str):
+    """The example module FILE.py, loaded afresh, its folder on sys.path as `python FILE` would put it."""
     folder = EXAMPLES_DIR / framework
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location(f"audit_example_{framework}_{file[:-3]}", folder / file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return getattr(module, func)()
+    return module
+
+
+def build(framework: str, target: str) -> dict:
+    """FUNC() of the example FILE.py:FUNC."""
+    file, func = target.split(":")
+    return getattr(example(framework, file), func)()
 
 
 def observed(report) -> dict[str, tuple]:

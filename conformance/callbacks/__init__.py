@@ -9,8 +9,9 @@ the trainer's run is the same with or without it. Each module imports its framew
     from conformance.callbacks.mindspore import AuditCallback  # Model(net, loss, opt).train(n, data, callbacks=[...])
 
 The callback's `report` holds the findings (conformance.auditor.AuditReport) once the audited steps ran. A
-trainer the probe cannot read (MindSpore in GRAPH_MODE, a Keras model fitted before) is refused in one line when
-training begins, before its first step.
+trainer the probe cannot read is said in one line: MindSpore in GRAPH_MODE raises when training begins, before its
+first step; a Keras model fitted before (its train function traced without the probe) ends the audit after the
+first step with the reason in `report.error`, and fit goes on.
 """
 from __future__ import annotations
 
