@@ -1,5 +1,5 @@
-"""`python -m conformance audit FILE.py:FUNC --framework F [--steps N] [--json PATH] [--junit PATH] [--sarif PATH]
-[--allow FILE]`.
+"""`python -m conformance audit FILE.py:FUNC --framework F [--steps N] [--replicas N] [--json PATH] [--junit PATH]
+[--sarif PATH] [--allow FILE]`.
 
 The user's code runs in a child process (spawned, in a session of its own, ended with the parent),
 so a step that hangs is stopped at --timeout and one that crashes the interpreter costs nothing but
@@ -14,6 +14,7 @@ raised, hung, crashed, or changed nothing (the findings of the steps before are 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import multiprocessing
 import os
@@ -21,6 +22,7 @@ import re
 import signal
 import stat
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -32,7 +34,7 @@ from ..kernel.lines import one_line, printable, say
 from ..kernel.processes import TAG, Unread, contain, die_with, end_strays, tag_run
 from ..spec.safe_yaml import SpecError, load_yaml, validate
 from . import AuditReport, DEFAULT_STEPS, formats, report
-from .findings import Finding, step_problem
+from .findings import Finding, explain, replica_findings, step_problem
 from .kinds import KINDS
 from .observe import AuditInputError, Inventory, StepObservation, observe_step
 
@@ -101,9 +103,10 @@ def _load_target(file: str, func: str) -> dict:
     return built
 
 
-def _child(conn, file: str, func: str, framework: str, steps: int, parent: int) -> None:
+def _child(conn, file: str, func: str, framework: str, steps: int, parent: int, rank_env: dict | None = None) -> None:
     os.setsid()
     die_with(parent)
+    os.environ.update(rank_env or {})  # a rank of --replicas: its launcher's variables, before the user's code runs
     sys.stdout, sys.stderr = Unread(sys.stdout), Unread(sys.stderr)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's
     import faulthandler
@@ -130,10 +133,13 @@ def _child(conn, file: str, func: str, framework: str, steps: int, parent: int) 
         except AuditInputError as exc:  # the step ran; the probe cannot read what it did
             _send(conn, "step-failed", f"step {index + 1} of {steps}: {exc}")
             return
-        except BaseException as exc:
-            _send(conn, "step-failed", f"step {index + 1} of {steps} raised {one_line(exc)}")
+        except BaseException as exc:  # a framework's message opens with its cause (DDP's goes on for lines)
+            _send(conn, "step-failed", f"step {index + 1} of {steps} raised {one_line(exc, line=0)}")
             return
         _send(conn, "step", obs.model_dump())
+        if rank_env is not None:  # what the replicas hold after the step, compared across them by the parent
+            _send(conn, "values", index, {name: hashlib.sha256(value.tobytes()).hexdigest()[:32]
+                                          for name, value in probe.values()})
     probe.uninstall()
     _send(conn, "done")
 
@@ -145,8 +151,14 @@ class _Stop(Exception):
         self.status = status
 
 
-def _receive(conn, process, timeout: float, what: str) -> list:
-    if not conn.poll(timeout):
+def _receive(conn, process, timeout: float, what: str, stop: threading.Event | None = None) -> list:
+    deadline = time.monotonic() + timeout
+    while not conn.poll(min(0.5, max(0.0, deadline - time.monotonic()))):
+        if stop is not None and stop.is_set():
+            raise _Stop(STEP_FAILED, f"stopped during {what}: another rank failed")
+        if time.monotonic() >= deadline:
+            break
+    if not conn.poll(0):
         if process.is_alive():
             raise _Stop(STEP_FAILED, f"{what} did not finish within {timeout:g} s (--timeout)")
     try:
@@ -165,9 +177,11 @@ def _receive(conn, process, timeout: float, what: str) -> list:
         raise _Stop(STEP_FAILED, f"unreadable message from the audited process during {what}: {exc}") from None
 
 
-def run_child(target: str, framework: str, steps: int, timeout: float,
-              on_step=None) -> tuple[Optional[Inventory], list[StepObservation], Optional[tuple[int, str]]]:
-    """(inventory, observed steps, (status, error line) or None) of the target run in a child."""
+def run_child(target: str, framework: str, steps: int, timeout: float, on_step=None, rank_env: dict | None = None,
+              values: list | None = None, stop: threading.Event | None = None,
+              ) -> tuple[Optional[Inventory], list[StepObservation], Optional[tuple[int, str]]]:
+    """(inventory, observed steps, (status, error line) or None) of the target run in a child. A rank of
+    --replicas: `rank_env` its launcher's variables, `values` gets each step's {name: digest}, `stop` set ends it."""
     match = TARGET.fullmatch(target)
     if not match:
         return None, [], (BAD_INPUT, f"target {target!r} is not FILE.py:FUNC")
@@ -176,15 +190,16 @@ def run_child(target: str, framework: str, steps: int, timeout: float,
         return None, [], (BAD_INPUT, f"{file}: no such file")
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    tag = tag_run()
-    process = ctx.Process(target=_child, args=(sender, file, func, framework, steps, os.getpid()), daemon=True)
+    tag = None if rank_env is not None else tag_run()  # the ranks of --replicas: run_replicas tags them once
+    process = ctx.Process(target=_child, args=(sender, file, func, framework, steps, os.getpid(), rank_env),
+                          daemon=True)
     inventory, observed = None, []
     try:
         process.start()
         sender.close()
         what = f"loading {target}"
         while True:
-            message = _receive(receiver, process, timeout, what)
+            message = _receive(receiver, process, timeout, what, stop)
             kind, rest = message[0], message[1:]
             if kind == "bad-input":
                 return inventory, observed, (BAD_INPUT, str(rest[0])[:2000] if rest else "bad input")
@@ -200,6 +215,11 @@ def run_child(target: str, framework: str, steps: int, timeout: float,
                 observed.append(StepObservation.model_validate(rest[0]))
                 if on_step is not None:
                     on_step(inventory, observed)
+            elif kind == "values" and values is not None:
+                if int(rest[0]) != len(values) or not isinstance(rest[1], dict) or len(rest[1]) > 100_000 or not all(
+                        isinstance(k, str) and isinstance(v, str) for k, v in rest[1].items()):
+                    raise _Stop(STEP_FAILED, "the audited process sent values out of turn, or not names and digests")
+                values.append(rest[1])
             elif kind == "done":
                 if inventory is None or len(observed) != steps:  # what a forged or confused child may say
                     raise _Stop(STEP_FAILED, f"the audited process said done after {len(observed)} of {steps} "
@@ -218,8 +238,63 @@ def run_child(target: str, framework: str, steps: int, timeout: float,
             except OSError:
                 process.kill()
         process.join(5)
+        if tag is not None:
+            end_strays(tag)
+            os.environ.pop(TAG, None)
+
+
+def run_replicas(target: str, framework: str, steps: int, timeout: float, replicas: int, rank_env,
+                 on_step=None) -> list[tuple]:
+    """Each of `replicas` ranks runs the target as run_child runs it, with the variables the room's launcher would
+    give it (rank_env(rank, world, port)), all at once; the first rank that fails stops the others. Per rank:
+    (inventory, observed steps, (status, error line) or None, each step's {name: digest})."""
+    from ..runners.base import free_port
+    port, stop, out = free_port(), threading.Event(), [None] * replicas
+    tag = tag_run()
+
+    def rank(r: int) -> None:
+        values: list = []
+        try:
+            result = run_child(target, framework, steps, timeout, on_step if r == 0 else None,
+                               rank_env(r, replicas, port), values, stop)
+        except Exception as exc:  # a thread's own failure must still end the others
+            result = (None, [], (STEP_FAILED, one_line(exc)))
+        if result[2] is not None:
+            stop.set()
+        out[r] = (*result, values)
+    threads = [threading.Thread(target=rank, args=(r,), name=f"rank {r}") for r in range(replicas)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        stop.set()
         end_strays(tag)
         os.environ.pop(TAG, None)
+    return out
+
+
+def first_rank_failure(ranks: list[tuple]) -> Optional[tuple[int, str]]:
+    """The failure of the first rank that failed on its own (not stopped because another had), named by its rank."""
+    failed = [(r, f) for r, (_, _, f, _) in enumerate(ranks) if f is not None]
+    own = [(r, f) for r, f in failed if "another rank failed" not in f[1]] or failed
+    return (own[0][1][0], f"rank {own[0][0]}: {own[0][1][1]}") if own else None
+
+
+def replica_extra(result: AuditReport, ranks: list[tuple]) -> list[Finding]:
+    """What rank 0's own findings miss: replicas-disagree (values that differ between the ranks after a step),
+    and each other rank's findings that rank 0 does not have."""
+    extra = replica_findings(result.inventory, [values for *_, values in ranks])
+    seen = {(f.kind, f.subject) for f in result.findings}
+    for r, (inventory, observed, _, _) in enumerate(ranks[1:], 1):
+        if inventory is None:
+            continue
+        for finding in report(inventory, observed).findings:
+            if (finding.kind, finding.subject) not in seen:
+                seen.add((finding.kind, finding.subject))
+                extra.append(finding.model_copy(update={"detail": f"rank {r} only: {finding.detail}"}))
+    return extra
 
 
 def document(target: str, framework: str, steps: int, result: Optional[AuditReport], allow: list[Allow],
@@ -336,6 +411,17 @@ def cmd_audit(args) -> int:
     except SpecError as exc:
         print(printable(f"error: {exc}"), file=sys.stderr)
         return BAD_INPUT
+    replicas, rank_env = getattr(args, "replicas", 1), None
+    if not 1 <= replicas <= 64:
+        print(f"error: --replicas {replicas}: expected 1 to 64", file=sys.stderr)
+        return BAD_INPUT
+    if replicas > 1:
+        from ..runners import room
+        rank_env = getattr(room(args.framework), "AUDIT_RANK_ENV", None)
+        if rank_env is None:
+            print(f"error: --replicas {replicas}: the {args.framework} room starts no audited ranks yet (the torch room "
+                  f"does)", file=sys.stderr)
+            return BAD_INPUT
     outs = [Out(Path(getattr(args, option)), option) for option in FORMATS if getattr(args, option, None)]
     for out in outs:
         if why := _not_a_file(out.path):
@@ -353,13 +439,23 @@ def cmd_audit(args) -> int:
         write(document(args.target, args.framework, args.steps, report(inventory, observed), allow,
                        "incomplete: the audit is running"))
 
-    print(printable(f"auditing {args.target} on {args.framework}, {args.steps} step(s)"), file=sys.stderr)
+    print(printable(f"auditing {args.target} on {args.framework}, {args.steps} step(s)"
+                    + (f", {replicas} replicas" if replicas > 1 else "")), file=sys.stderr)
     contain()  # what the audited step starts ends with the audit, even after a SIGKILL, where a cgroup can be made
-    inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress)
+    if rank_env is None:
+        inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress)
+        ranks = []
+    else:
+        ranks = run_replicas(args.target, args.framework, args.steps, args.timeout, replicas, rank_env, progress)
+        inventory, observed = ranks[0][0], ranks[0][1]
+        failure = first_rank_failure(ranks)
     if failure is None:
         problem = step_problem(observed)
         failure = (STEP_FAILED, problem) if problem else None
     result = report(inventory, observed) if inventory is not None else None
+    if result is not None and ranks:
+        result.findings += replica_extra(result, ranks)
+        explain(result.findings, args.framework, inventory.version, replicas=str(replicas))
     doc = document(args.target, args.framework, args.steps, result, allow, failure[1] if failure else None)
     write(doc)
     if inventory is None:  # nothing was read of the model: the one line is all there is to say
@@ -384,6 +480,9 @@ def add_parser(sub) -> None:
     p.add_argument("--sarif", help="and as SARIF 2.1.0 (GitHub code scanning): a result per finding, at FUNC's "
                                    "line; those --allow covers suppressed")
     p.add_argument("--allow", help="YAML: allow: [{kind, subject (a glob), reason}]; findings it covers do not fail")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="run FUNC in this many ranks at once, with the variables the framework's launcher gives each "
+                        "(torch: torchrun's), and report what the replicas disagree on (default 1)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds for loading FUNC and for each step (default {DEFAULT_TIMEOUT:g})")
     p.set_defaults(func=cmd_audit)

@@ -148,11 +148,28 @@ def step_problem(steps: list[StepObservation]) -> Optional[str]:
 
 
 # ------------------------------------------------------------------ explanations from the profiles
-def explain(findings: list[Finding], framework: str, version: str, rooms=None) -> None:
+def replica_findings(inventory: Inventory, digests: list[list[dict[str, str]]]) -> list[Finding]:
+    """replicas-disagree: each parameter or statistic whose value differs between the replicas after a step.
+    digests[rank][step]: {name: a digest of its value after that step}, for the steps every rank took."""
+    params = {p.name: p for p in inventory.params}
+    steps = min(len(per_rank) for per_rank in digests)
+    found: dict = {}
+    for step in range(steps):
+        for name in digests[0][step]:
+            if name in params and len({per_rank[step].get(name) for per_rank in digests}) > 1:
+                kind = "replica-statistics-differ" if params[name].statistic else "replicas-disagree"
+                _merge(found, kind, name, params[name].layer_type, step,
+                       f"its value differs between the {len(digests)} replicas after the step")
+    return list(found.values())
+
+
+def explain(findings: list[Finding], framework: str, version: str, rooms=None, replicas: str = "1") -> None:
     """Fill each finding's variant (the first of its kind's that the framework's profile holds for
-    this version, in eager loop runs) and its porting notes (what each other room's profile holds)."""
+    this version, in eager loop runs of these replicas) and its porting notes (what each other room's profile
+    holds)."""
     known = {fw: _known(fw) if rooms is None else load_known(fw, rooms) for fw in ROOMS}
-    here = profile(known.get(framework, []), Run(framework, version=version)) if framework in known else []
+    run = Run(framework, version=version, replicas=replicas)
+    here = profile(known.get(framework, []), run) if framework in known else []
     for finding in findings:
         candidates = KINDS[finding.kind].variants
         chosen: Optional[KnownVariant] = next((v for name in candidates for v in here if v.variant == name), None)

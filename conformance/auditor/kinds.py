@@ -30,6 +30,14 @@ KINDS: dict[str, Kind] = {
         "parameter whose gradient at the update was None or all zero, yet it moved in that step "
         "(weight decay, momentum or Adam state)",
         ("clear-default-zero-fills", "functional-zero-filled-grads", "zeros-clear-fills-never-used")),
+    "replicas-disagree": Kind(
+        "parameter whose value differs between the data-parallel replicas after a step: its gradients were not "
+        "combined (a parameter the forward left unused), so the replicas train apart",
+        ("unused-params-refused",)),
+    "replica-statistics-differ": Kind(
+        "running statistic whose value differs between the data-parallel replicas after a step: each replica "
+        "updates it with its own rows, and a checkpoint keeps one replica's",
+        ("replica-stats-own-rows",)),
     "statistics-in-optimizer": Kind(
         "running statistics held by the optimizer (a regularizer may decay them)",
         ("bn-stats-in-parameters",)),

@@ -7,12 +7,12 @@ import sys
 import traceback
 
 
-def one_line(exc: BaseException) -> str:
-    """`Type: the message's last line (at file:line)`, where it was raised."""
-    text = str(exc).strip().splitlines()
+def one_line(exc: BaseException, line: int = -1) -> str:
+    """`Type: the message's last line (or its `line`) (at file:line)`, where it was raised."""
+    text = [t for t in str(exc).strip().splitlines() if t.strip()]
     where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     at = f" (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})" if where else ""
-    return f"{type(exc).__name__}: {text[-1] if text else ''}{at}"
+    return f"{type(exc).__name__}: {text[line].strip() if text else ''}{at}"
 
 
 def printable(line: str) -> str:

@@ -236,6 +236,12 @@ def audit_md() -> str:
            "steps did not finish; `--sarif PATH` writes SARIF 2.1.0 for GitHub code scanning (upload it with "
            "`github/codeql-action/upload-sarif`), one result per finding at the line of `def FUNC`, a rule per "
            "kind, the findings `--allow` covers suppressed with its reason: the allow file is the baseline.\n\n",
+           "Under data parallelism, `--replicas N` runs FUNC in N ranks at once, each with the variables the "
+           "framework's launcher gives it (the rooms with `AUDIT_RANK_ENV`: "
+           + (", ".join(f for f in ROOMS if getattr(room(f), "AUDIT_RANK_ENV", None)) or "none") +
+           "), so the user's own code joins the process group and wraps the model as under the launcher; the "
+           "audit compares the ranks' values after each step (`replicas-disagree`, `replica-statistics-differ`), "
+           "adds what another rank finds that rank 0 does not, and names the first rank that failed.\n\n",
            _table(["kind", "what", "explained by"],
                   [[f"`{name}`", kind.title, ", ".join(f"`{v}`" for v in kind.variants) or "no variant"]
                    for name, kind in KINDS.items()])]

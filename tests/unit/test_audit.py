@@ -265,3 +265,33 @@ def test_a_forged_done_from_the_child_is_no_clean_audit(tmp_path):
     assert done.returncode == 3, done.stderr
     assert "said done after 0 of 3 step(s), before describing the model" in done.stderr
     assert json.loads((tmp_path / "a.json").read_text())["error"]
+
+
+def test_replica_findings_name_what_differs_between_the_ranks_after_each_step():
+    from conformance.auditor.findings import replica_findings
+    inv = inventory([param("a.w"), param("bn.running_mean", layer="bn", statistic=True, trainable=False)])
+    same, other = {"a.w": "1", "bn.running_mean": "2"}, {"a.w": "1", "bn.running_mean": "3"}
+    found = replica_findings(inv, [[same, same, same], [same, other, {"a.w": "9", "bn.running_mean": "2"}]])
+    assert {(f.kind, f.subject, tuple(f.steps)) for f in found} == {
+        ("replica-statistics-differ", "bn.running_mean", (1,)), ("replicas-disagree", "a.w", (2,))}
+    assert replica_findings(inv, [[same], [same, other]]) == []  # only the steps every rank took
+
+
+def test_the_first_rank_that_failed_on_its_own_is_the_audits_error():
+    from conformance.auditor.cli import first_rank_failure
+    stopped = (None, [], (3, "stopped during step 2 of 3: another rank failed"), [])
+    failed = (None, [], (3, "step 2 of 3 raised RuntimeError: boom"), [])
+    assert first_rank_failure([stopped, failed]) == (3, "rank 1: step 2 of 3 raised RuntimeError: boom")
+    assert first_rank_failure([stopped, stopped])[1].startswith("rank 0: stopped")
+    assert first_rank_failure([(None, [], None, []), (None, [], None, [])]) is None
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--replicas", "0"], "--replicas 0: expected 1 to 64"),
+    (["--framework", "jax", "--replicas", "2"], "the jax room starts no audited ranks yet"),
+])
+def test_replicas_the_audit_cannot_start_are_one_line(tmp_path, args, says):
+    (tmp_path / "user.py").write_text("def build():\n    return {}\n")
+    framework = [] if "--framework" in args else ["--framework", "torch"]
+    done = audit("user.py:build", *framework, *args, cwd=tmp_path)
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -165,3 +165,22 @@ def test_a_step_that_hands_the_optimizer_a_closure_is_read_after_its_backward(op
     assert {(f.kind, f.subject) for f in report.findings} == {("no-gradient", "unused.weight"),
                                                             ("no-gradient", "unused.bias")}
     assert [s.updates for s in report.steps] == [1, 1, 1]
+
+
+def test_replicas_the_audit_compares_the_ranks_of_distributed_data_parallel(tmp_path):
+    """examples/audit/torch/ddp_replicas.py under `--replicas 2`: each rank started with torchrun's variables. DDP
+    keeps the parameters equal and each rank's BatchNorm statistics its own; a head the forward skips leaves its
+    bucket unreduced, the ranks train apart after step 1, and step 2 raises DDP's own message, named by rank."""
+    example = str(EXAMPLES_DIR / "torch" / "ddp_replicas.py")
+    done = _audit(tmp_path, f"{example}:build", "--replicas", "2")
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert done.returncode == 1 and doc["error"] is None and doc["steps_done"] == 3, done.stderr
+    assert {(f["kind"], f["subject"]) for f in doc["findings"]} == {
+        ("replica-statistics-differ", "norm.running_mean"), ("replica-statistics-differ", "norm.running_var")}
+    done = _audit(tmp_path, f"{example}:unused_head", "--replicas", "2")
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert done.returncode == 3 and doc["steps_done"] == 1, done.stderr
+    assert doc["error"].startswith("rank ") and "Expected to have finished reduction" in doc["error"]
+    disagree = [f for f in doc["findings"] if f["kind"] == "replicas-disagree"]
+    assert {f["subject"] for f in disagree} >= {"first.weight", "second.weight"}
+    assert disagree[0]["variant"] == "unused-params-refused"
