@@ -419,8 +419,8 @@ def cmd_audit(args) -> int:
         from ..runners import room
         rank_env = getattr(room(args.framework), "AUDIT_RANK_ENV", None)
         if rank_env is None:
-            print(f"error: --replicas {replicas}: the {args.framework} room starts no audited ranks yet (the torch room "
-                  f"does)", file=sys.stderr)
+            print(f"error: --replicas {replicas}: the {args.framework} room starts no audited ranks yet (torch and "
+                  f"paddle do)", file=sys.stderr)
             return BAD_INPUT
     outs = [Out(Path(getattr(args, option)), option) for option in FORMATS if getattr(args, option, None)]
     for out in outs:
@@ -482,7 +482,8 @@ def add_parser(sub) -> None:
     p.add_argument("--allow", help="YAML: allow: [{kind, subject (a glob), reason}]; findings it covers do not fail")
     p.add_argument("--replicas", type=int, default=1,
                    help="run FUNC in this many ranks at once, with the variables the framework's launcher gives each "
-                        "(torch: torchrun's), and report what the replicas disagree on (default 1)")
+                        "(torch: torchrun's; paddle: paddle.distributed.launch's), and report what the replicas disagree on "
+                        "(default 1)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds for loading FUNC and for each step (default {DEFAULT_TIMEOUT:g})")
     p.set_defaults(func=cmd_audit)

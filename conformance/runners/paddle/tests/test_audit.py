@@ -150,3 +150,14 @@ def test_the_readme_shows_the_audit_of_seed_2_as_the_command_prints_it():
     version = re.compile(r"\(paddle [^,]+,")  # README shows the newest paddle; paddle26 runs this too
     assert version.sub("(paddle V,", shown) == version.sub("(paddle V,", printed), \
         "README's audit of seed 2 is stale: run the command and put its output there"
+
+
+def test_replicas_the_audit_compares_the_ranks_of_data_parallel(tmp_path):
+    """examples/audit/paddle/data_parallel_replicas.py under `--replicas 2`, each rank with the launcher's variables:
+    DataParallel keeps the parameters equal, and each rank's BatchNorm statistics are its own."""
+    done = run_cli("paddle", tmp_path, str(EXAMPLES_DIR / "paddle" / "data_parallel_replicas.py") + ":build",
+                   "--replicas", "2")
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert done.returncode == 1 and doc["error"] is None and doc["steps_done"] == 3, done.stderr
+    assert {(f["kind"], f["subject"]) for f in doc["findings"] if f["kind"].startswith("replica")} == {
+        ("replica-statistics-differ", "norm._mean"), ("replica-statistics-differ", "norm._variance")}
