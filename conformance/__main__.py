@@ -356,13 +356,16 @@ def main(argv=None) -> int:
     add_audit(sub)
     from .matrix import add_parser as add_matrix, cmd_matrix
     add_matrix(sub)
+    from .semantics import add_parser as add_semantics, cmd_semantics
+    add_semantics(sub)
     args = parser.parse_args(argv)
     if args.command == "docs" and args.out is None:
         from .report.docs import DOCS_DIR
         args.out = DOCS_DIR
     try:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report,
-                "publish": cmd_publish, "confirm": cmd_confirm, "docs": cmd_docs, "audit": cmd_audit, "matrix": cmd_matrix}[args.command](args)
+                "publish": cmd_publish, "confirm": cmd_confirm, "docs": cmd_docs, "audit": cmd_audit, "matrix": cmd_matrix,
+                "semantics": cmd_semantics}[args.command](args)
     except (SpecError, UsageError) as exc:
         say(f"error: {exc}", sys.stderr)
         return 2

@@ -17,8 +17,9 @@ from file:// (no network fetch, no script needed to read it).
                              `repro` line to paste
     SITE/asv/                the benchmarks' asv site, where `asv publish` wrote one (served over HTTP)
     SITE/data/               the results files as read, index.json (each file with its axes, suite
-                             commit, dates, counts and sha256), summary.csv, and history.json: every
-                             publish's outcomes, kept from the site given to --history
+                             commit, dates, counts and sha256), summary.csv, history.json: every
+                             publish's outcomes, kept from the site given to --history, and
+                             semantics.json: the data keyed by semantic feature (semantics.py)
 
 The pages share the report's templates (templates/_macros.html) and its reading of results
 (page.py): a file the report would leave out with a warning is left out here too.
@@ -404,6 +405,8 @@ def _publish(results_dirs, out_dir: Path, spec_dir, history_site, asv_site, conf
     files["data/summary.csv"] = csv.to_csv(index=False)
     files["data/index.json"] = json.dumps(dict(built=built, results=data_index(runs, copies)), indent=1)
     files["data/history.json"] = capped(history, warn)
+    from ..semantics import build as semantics
+    files["data/semantics.json"] = semantics(runs).model_dump_json(indent=1)  # keyed by feature (semantics.py)
     try:
         for folder in ("cases", "data", "data/results", "frameworks", "asv"):  # as the report: never through a link
             if (out_dir / folder).is_symlink():

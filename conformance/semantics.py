@@ -1,0 +1,109 @@
+"""The compatibility data as a product: data/semantics.json, keyed by semantic feature (a variant of the
+reference semantics, oracle/variants/), and per framework where it holds: as its room declares it (known.yaml:
+version range, devices, modes, apis, backends, replicas, the upstream link, the confirming snippet) and as the
+runs observed it (each run whose divergences needed it, with those cases). SCHEMA (semantics.schema.json beside
+this file) is the dataset's JSON Schema; DATASET_VERSION its semver: a major step when a field changes meaning
+or goes, a minor one when a field is added.
+
+    python -m conformance semantics [--results DIR ...] [--out FILE]     # default reports/data/semantics.json
+"""
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from .oracle.known import load_known
+from .oracle.variants import VARIANTS
+from .results import VariantRecord
+from .runners import ROOMS
+
+DATASET_VERSION = "1.0.0"
+SCHEMA = Path(__file__).parent / "semantics.schema.json"
+
+
+class Observed(BaseModel):
+    """One run whose divergences needed the feature."""
+    model_config = ConfigDict(extra="forbid")
+    version: str
+    device: str
+    mode: str
+    api: str
+    backend: str
+    replicas: str
+    cases: list[str]  # the case instances whose divergence needed it
+
+
+class FrameworkEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    declared: list[VariantRecord]  # the room's known.yaml entries for it
+    observed: list[Observed]       # the runs read, where it was needed
+
+
+class Feature(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    behaviour: str   # what the framework does
+    reference: str   # what the reference semantics do instead
+    cases: list[str]  # every case (base id) a run needed it for, in any framework
+    frameworks: dict[str, FrameworkEntry]
+
+
+class Dataset(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dataset_version: str
+    built: str
+    runs_read: int
+    features: dict[str, Feature]
+
+
+def schema_text() -> str:
+    return json.dumps(Dataset.model_json_schema(), indent=1, sort_keys=True) + "\n"
+
+
+def build(columns) -> Dataset:
+    """The dataset from every room's known.yaml and the runs of these report columns (report.page.load_columns)."""
+    runs = [c for c in columns if c.doc]
+    features = {}
+    for name, variant in VARIANTS.items():
+        entries, cases = {}, set()
+        for framework in ROOMS:
+            declared = [VariantRecord.of(k) for k in load_known(framework) if k.variant == name]
+            observed = []
+            for col in (c for c in runs if c.framework == framework):
+                needed = sorted(case.id for case in col.doc.cases if name in case.variants)
+                if needed:
+                    run = col.doc.environment.run
+                    observed.append(Observed(version=run.version, device=run.device, mode=run.mode, api=run.api,
+                                             backend=run.backend, replicas=run.replicas, cases=needed))
+                    cases.update(case.base_id for case in col.doc.cases if name in case.variants)
+            if declared or observed:
+                entries[framework] = FrameworkEntry(declared=declared, observed=observed)
+        if entries:
+            features[name] = Feature(behaviour=variant.behaviour, reference=variant.reference, cases=sorted(cases),
+                                     frameworks=entries)
+    return Dataset(dataset_version=DATASET_VERSION, runs_read=len(runs), features=features,
+                   built=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+
+
+def cmd_semantics(args) -> int:
+    from .kernel.files import write_atomic
+    from .kernel.lines import say
+    from .report.page import load_columns
+    from .results import results_dirs
+    out = Path(args.out)
+    columns = load_columns(args.results or results_dirs(), out.parent, lambda message: say(f"warning: {message}"))
+    dataset = build(columns)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, dataset.model_dump_json(indent=1))
+    say(f"wrote {out}: {len(dataset.features)} features from {dataset.runs_read} runs")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("semantics", help="write data/semantics.json: each semantic feature, where it is declared and "
+                                         "where the runs observed it")
+    p.add_argument("--results", type=Path, action="append", default=None,
+                   help="a folder of results files, again for more (default reports/results and reports/machines/*)")
+    p.add_argument("--out", default="reports/data/semantics.json", help="the file to write")
