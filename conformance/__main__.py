@@ -358,6 +358,8 @@ def main(argv=None) -> int:
     add_matrix(sub)
     from .semantics import add_parser as add_semantics, cmd_semantics
     add_semantics(sub)
+    from .lint import add_parser as add_lint, cmd_lint
+    add_lint(sub)
     args = parser.parse_args(argv)
     if args.command == "docs" and args.out is None:
         from .report.docs import DOCS_DIR
@@ -365,7 +367,7 @@ def main(argv=None) -> int:
     try:
         return {"list": cmd_list, "run": cmd_run, "repro": cmd_repro, "report": cmd_report,
                 "publish": cmd_publish, "confirm": cmd_confirm, "docs": cmd_docs, "audit": cmd_audit, "matrix": cmd_matrix,
-                "semantics": cmd_semantics}[args.command](args)
+                "semantics": cmd_semantics, "lint": cmd_lint}[args.command](args)
     except (SpecError, UsageError) as exc:
         say(f"error: {exc}", sys.stderr)
         return 2
