@@ -15,6 +15,8 @@ from file:// (no network fetch, no script needed to read it).
                              source, each run's verdict with expected vs observed per check, the
                              variants that explain it with their confirm snippet's source, and the
                              `repro` line to paste
+    SITE/features.html       each semantic feature across frameworks and versions, in one grid each (caniuse's
+                             way): observed by a run, declared by the room's known.yaml, or absent
     SITE/asv/                the benchmarks' asv site, where `asv publish` wrote one (served over HTTP)
     SITE/data/               the results files as read, index.json (each file with its axes, suite
                              commit, dates, counts and sha256), summary.csv, history.json: every
@@ -282,6 +284,45 @@ def timeline(history: History, case_id: str) -> list[dict]:
     return rows
 
 
+def feature_grid(dataset, runs: list[Column]) -> list[dict]:
+    """Each semantic feature (semantics.Dataset) across the frameworks and the versions these runs hold, as caniuse
+    shows a feature: per framework version, "observed" (a run of it needed the feature), "declared" (its room's
+    known.yaml holds it for the version, and no run here needed it) or "absent"."""
+    from packaging.specifiers import SpecifierSet
+    versions = {}
+    for col in runs:
+        versions.setdefault(col.framework, set()).add(col.run.version)
+    grid = []
+    for name, feature in dataset.features.items():
+        rows = []
+        for framework, entry in feature.frameworks.items():
+            cells = []
+            for version in sorted(versions.get(framework, ()), key=version_key):
+                observed = [o for o in entry.observed if o.version == version]
+                declared = [d for d in entry.declared if not d.versions or _holds(SpecifierSet(d.versions), version)]
+                state = "observed" if observed else "declared" if declared else "absent"
+                runs_text = "; ".join(f"{o.device} {o.mode}{f' ({o.backend})' if o.backend else ''} {o.api}"
+                                      f"{'' if o.replicas == '1' else f', {o.replicas} replicas'}: {len(o.cases)} cases"
+                                      for o in observed)
+                cells.append(dict(version=version, state=state, runs=runs_text))
+            scopes = [", ".join(f"{k} {v}" if isinstance(v, str) else f"{k} {'/'.join(v)}"
+                                for k, v in d.model_dump(include={"versions", "devices", "modes", "apis", "backends",
+                                                                  "replicas"}).items() if v) or "everywhere"
+                      for d in entry.declared]
+            links = sorted({d.link for d in entry.declared if d.link})
+            rows.append(dict(framework=framework, cells=cells, scopes=scopes, links=links))
+        grid.append(dict(name=name, behaviour=feature.behaviour, reference=feature.reference, rows=rows,
+                         cases=feature.cases))
+    return grid
+
+
+def _holds(specifier, version: str) -> bool:
+    try:
+        return specifier.contains(version, prereleases=True)
+    except ValueError:  # a version string PEP 440 cannot read
+        return False
+
+
 def filter_attributes(runs: list[Column]) -> dict:
     """What the case table's filters match on: per case, its outcomes as framework:class words and
     the variants that explain it in any run; and every such variant, for the filter's choices."""
@@ -380,6 +421,10 @@ def _publish(results_dirs, out_dir: Path, spec_dir, history_site, asv_site, conf
         **common, root="", data=script_json(porting_data(runs, pages)))
     files["upstream.html"] = env.get_template("site_upstream.html").render(
         **common, root="", findings=upstream_findings(runs, pages, load_confirmed(confirm_dir, warn)))
+    from ..semantics import build as semantics
+    dataset = semantics(runs)
+    files["features.html"] = env.get_template("site_features.html").render(
+        **common, root="", features=feature_grid(dataset, runs), dataset_version=dataset.dataset_version)
     files["cases/index.html"] = env.get_template("site_cases.html").render(
         **common, root="../", records=records, pages=pages, frameworks=sorted({c.framework for c in runs}),
         **filter_attributes(runs), topics=[(topic, _grouped(part)) for topic, part in rows.groupby("topic", sort=False)])
@@ -405,8 +450,7 @@ def _publish(results_dirs, out_dir: Path, spec_dir, history_site, asv_site, conf
     files["data/summary.csv"] = csv.to_csv(index=False)
     files["data/index.json"] = json.dumps(dict(built=built, results=data_index(runs, copies)), indent=1)
     files["data/history.json"] = capped(history, warn)
-    from ..semantics import build as semantics
-    files["data/semantics.json"] = semantics(runs).model_dump_json(indent=1)  # keyed by feature (semantics.py)
+    files["data/semantics.json"] = dataset.model_dump_json(indent=1)  # keyed by feature (semantics.py)
     try:
         for folder in ("cases", "data", "data/results", "frameworks", "asv"):  # as the report: never through a link
             if (out_dir / folder).is_symlink():

@@ -57,3 +57,26 @@ def test_the_site_publishes_it_beside_the_results(report_dir, tmp_path):
     data = json.loads((site / "data" / "semantics.json").read_text())
     jsonschema.validate(data, json.loads(SCHEMA.read_text()))
     assert data["runs_read"] >= 1
+
+
+def test_the_site_shows_each_feature_across_frameworks_and_versions_in_one_grid(tmp_path):
+    """features.html: per framework version run, observed (a run needed it), declared (known.yaml holds it there,
+    no run needed it) or absent."""
+    import re
+    declared = next(k for k in load_known("torch") if k.variant == "replica-grads-averaged")  # versions >=2.13.0
+    folder = tmp_path / "results"
+    folder.mkdir()
+    cases = [record(i) for i in INSTANCES[:4]]
+    cases[1] = record(INSTANCES[1], "divergence",
+                      documented=results.Explanation(variants=[results.VariantRecord.of(declared)]))
+    write_run(folder, env("torch", "2.13.0"), cases)
+    write_run(folder, env("torch", "2.12.0"), [record(i) for i in INSTANCES[:4]])
+    write_run(folder, env("torch", "2.14.0"), [record(i) for i in INSTANCES[:4]])
+    site = tmp_path / "site"
+    assert main(["publish", "--results", str(folder), "--out", str(site)]) == 0
+    page = (site / "features.html").read_text()
+    grid = page.split('data-feature="replica-grads-averaged"', 1)[1].split("</table>", 1)[0]
+    row = grid.split('<tr data-framework="torch">', 1)[1].split("</tr>", 1)[0]
+    assert re.findall(r'class="f-(\w+)" data-version="([^"]+)"', row) == [
+        ("absent", "2.12.0"), ("observed", "2.13.0"), ("declared", "2.14.0")]
+    assert 'href="features.html"' in (site / "index.html").read_text()
