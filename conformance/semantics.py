@@ -5,7 +5,8 @@ runs observed it (each run whose divergences needed it, with those cases). SCHEM
 this file) is the dataset's JSON Schema; DATASET_VERSION its semver: a major step when a field changes meaning
 or goes, a minor one when a field is added.
 
-    python -m conformance semantics [--results DIR ...] [--out FILE]     # default reports/data/semantics.json
+    python -m conformance semantics [--results DIR ...] [--out FILE] [--package DIR]
+    # default reports/data/semantics.json; --package: an installable package of it (conformance-semantics)
 """
 from __future__ import annotations
 
@@ -87,6 +88,48 @@ def build(columns) -> Dataset:
                    built=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
 
 
+PACKAGE = "conformance_semantics"
+PACKAGE_INIT = '''"""The conformance suite's compatibility data: each semantic feature (a way a framework departs from the
+reference semantics), the cases it changes, and per framework where it is declared and where runs observed it.
+
+    import conformance_semantics
+    data = conformance_semantics.load()      # the dataset, as semantics.json holds it
+    data["features"]["dropout-positional-is-keep-prob"]["frameworks"]["mindspore"]
+
+DATASET_VERSION is the dataset's semver (major: a field changes meaning or goes; minor: a field is added);
+the package's own version adds the data's build time as its patch. schema.json is its JSON Schema.
+"""
+import json
+from importlib import resources
+
+DATASET_VERSION = "{dataset_version}"
+
+
+def load() -> dict:
+    return json.loads(resources.files(__name__).joinpath("semantics.json").read_text(encoding="utf-8"))
+'''
+
+
+def package(dataset: Dataset, folder: Path) -> str:
+    """An installable package of the dataset in `folder` (pip install FOLDER); its version."""
+    from .kernel.files import write_atomic
+    major, minor, _ = dataset.dataset_version.split(".")
+    built = datetime.datetime.fromisoformat(dataset.built)
+    version = f"{major}.{minor}.{built:%Y%m%d%H%M}"
+    inside = folder / PACKAGE
+    inside.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / "pyproject.toml", "\n".join([
+        "[build-system]", 'requires = ["setuptools>=64"]', 'build-backend = "setuptools.build_meta"', "",
+        "[project]", 'name = "conformance-semantics"', f'version = "{version}"',
+        'description = "Framework semantics for gradients and regularization, keyed by feature, from the '
+        'conformance suite"', 'requires-python = ">=3.9"', "",
+        "[tool.setuptools.package-data]", f'{PACKAGE} = ["semantics.json", "schema.json"]', ""]))
+    write_atomic(inside / "__init__.py", PACKAGE_INIT.format(dataset_version=dataset.dataset_version))
+    write_atomic(inside / "semantics.json", dataset.model_dump_json(indent=1))
+    write_atomic(inside / "schema.json", schema_text())
+    return version
+
+
 def cmd_semantics(args) -> int:
     from .kernel.files import write_atomic
     from .kernel.lines import say
@@ -98,6 +141,9 @@ def cmd_semantics(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, dataset.model_dump_json(indent=1))
     say(f"wrote {out}: {len(dataset.features)} features from {dataset.runs_read} runs")
+    if args.package:
+        version = package(dataset, Path(args.package))
+        say(f"wrote the package conformance-semantics {version} in {args.package} (pip install {args.package})")
     return 0
 
 
@@ -107,3 +153,5 @@ def add_parser(sub) -> None:
     p.add_argument("--results", type=Path, action="append", default=None,
                    help="a folder of results files, again for more (default reports/results and reports/machines/*)")
     p.add_argument("--out", default="reports/data/semantics.json", help="the file to write")
+    p.add_argument("--package", metavar="DIR", help="also write an installable package of it there "
+                                                   "(conformance-semantics: load(), DATASET_VERSION, schema.json)")

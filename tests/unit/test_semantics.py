@@ -80,3 +80,28 @@ def test_the_site_shows_each_feature_across_frameworks_and_versions_in_one_grid(
     assert re.findall(r'class="f-(\w+)" data-version="([^"]+)"', row) == [
         ("absent", "2.12.0"), ("observed", "2.13.0"), ("declared", "2.14.0")]
     assert 'href="features.html"' in (site / "index.html").read_text()
+
+
+def test_the_package_installs_the_dataset_with_a_loader(tmp_path, monkeypatch):
+    """--package DIR: a package pip installs (its pyproject read here as pip reads it), whose load() gives the
+    dataset; its version is the dataset's major.minor with the build time as patch."""
+    import importlib
+    import sys
+    import tomllib
+    empty = tmp_path / "none"
+    empty.mkdir()
+    folder = tmp_path / "pkg"
+    assert main(["semantics", "--results", str(empty), "--out", str(tmp_path / "s.json"), "--package", str(folder)]) == 0
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    major, minor, patch = project["version"].split(".")
+    assert project["name"] == "conformance-semantics" and f"{major}.{minor}" == DATASET_VERSION.rsplit(".", 1)[0]
+    assert len(patch) == 12 and patch.isdigit()
+    monkeypatch.syspath_prepend(str(folder))
+    module = importlib.import_module("conformance_semantics")
+    try:
+        data = module.load()
+        assert module.DATASET_VERSION == DATASET_VERSION == data["dataset_version"]
+        assert data == json.loads((tmp_path / "s.json").read_text())
+        jsonschema.validate(data, json.loads((folder / "conformance_semantics" / "schema.json").read_text()))
+    finally:
+        sys.modules.pop("conformance_semantics", None)
