@@ -63,13 +63,14 @@ def _built_without(names: tuple[str, ...], keywords: tuple[str, ...], what: str)
 def _layers_in_plain_containers(tree):
     """self.x = [Layer(...), ...] (or a comprehension of calls, a dict or tuple of them), self.x.append(Layer(...))."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                                                and t.value.id == "self" for t in node.targets):
+        held_by = [t for t in getattr(node, "targets", ()) if isinstance(t, ast.Attribute)
+                   and isinstance(t.value, ast.Name) and t.value.id == "self"] if isinstance(node, ast.Assign) else []
+        if held_by:
             value = node.value
             held = value.elts if isinstance(value, (ast.List, ast.Tuple)) else value.values \
                 if isinstance(value, ast.Dict) else [value.elt] if isinstance(value, ast.ListComp) else []
             if any(isinstance(v, ast.Call) and _name(v)[:1].isupper() for v in held):
-                yield node, f"self.{node.targets[0].attr} = a plain {type(value).__name__.lower()} of layers"
+                yield node, f"self.{held_by[0].attr} = a plain {type(value).__name__.lower()} of layers"
         elif isinstance(node, ast.Call) and _name(node) == "append" and isinstance(node.func, ast.Attribute) \
                 and isinstance(node.func.value, ast.Attribute) and isinstance(node.func.value.value, ast.Name) \
                 and node.func.value.value.id == "self" and node.args and isinstance(node.args[0], ast.Call) \

@@ -20,6 +20,7 @@ class Net(nn.Module):
         self.drop = nn.Dropout(0.1)
         self.conv = nn.Conv2d(3, 8, 3)
         self.norm = nn.LayerNorm(8)
+        heads = self.heads = (nn.Linear(4, 2), nn.Linear(4, 2))
 
 
 def groups(model):
@@ -42,6 +43,7 @@ def test_a_pattern_is_reported_where_the_two_profiles_differ_on_it():
     to_tensorflow = rules(lint_source(MODEL, "m.py", "torch", "tensorflow"))
     assert ("layers-in-plain-container", 9) in to_tensorflow  # Keras tracks a list, torch does not
     assert ("layers-in-plain-container", 9) not in rules(lint_source(MODEL, "m.py", "torch", "paddle"))  # both miss it
+    assert ("layers-in-plain-container", 13) in to_tensorflow  # a tuple, self its second target
     assert ("layernorm-default-epsilon", 12) in rules(lint_source(MODEL, "m.py", "torch", "jax"))  # 1e-6 there
 
 
