@@ -60,8 +60,30 @@ def _built_without(names: tuple[str, ...], keywords: tuple[str, ...], what: str)
     return rule
 
 
+CONTAINERS = {"list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence"}
+
+
+def _plain_parameters(function: ast.FunctionDef) -> set[str]:
+    """The parameters annotated as a plain list, tuple or dict (`layers: list`, `blocks: List[nn.Module]`)."""
+    out = set()
+    for arg in function.args.args + function.args.kwonlyargs:
+        note = arg.annotation.value if isinstance(arg.annotation, ast.Subscript) else arg.annotation
+        if isinstance(note, (ast.Name, ast.Attribute)) and getattr(note, "id", getattr(note, "attr", "")) in CONTAINERS:
+            out.add(arg.arg)
+    return out
+
+
 def _layers_in_plain_containers(tree):
-    """self.x = [Layer(...), ...] (or a comprehension of calls, a dict or tuple of them), self.x.append(Layer(...))."""
+    """self.x = [Layer(...), ...] (or a comprehension of calls, a dict or tuple of them), self.x.append(Layer(...)),
+    self.x = a parameter annotated as a plain list, tuple or dict."""
+    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        plain = _plain_parameters(function)
+        for node in ast.walk(function):
+            if plain and isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in plain:
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id == "self":
+                        yield node, f"self.{target.attr} = {node.value.id}, a plain container of layers handed in"
     for node in ast.walk(tree):
         held_by = [t for t in getattr(node, "targets", ()) if isinstance(t, ast.Attribute)
                    and isinstance(t.value, ast.Name) and t.value.id == "self"] if isinstance(node, ast.Assign) else []

@@ -85,3 +85,18 @@ def test_a_path_that_is_no_python_file_is_one_line(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("x")
     assert main(["lint", str(tmp_path / "notes.txt"), "--from", "torch", "--to", "paddle"]) == 2
     assert "no Python file or folder" in capsys.readouterr().err
+
+
+def test_the_audit_examples_are_linted_as_their_seeds_say(capsys):
+    """examples/audit/torch: seed 5's Dropout(0.1) changes meaning on MindSpore, seed 2's plain list of blocks on
+    TensorFlow (Keras tracks it), and not on paddle, which misses it as torch does."""
+    from conformance.auditor.examples import EXAMPLES_DIR
+    torch = EXAMPLES_DIR / "torch"
+
+    def found(target, name):
+        return {m.rule for m in lint_source((torch / name).read_text(), name, "torch", target)}
+    assert "dropout-positional" in found("mindspore", "seed5_unused_batchnorm.py")
+    assert "layers-in-plain-container" in found("tensorflow", "seed2_plain_list_resnet.py")
+    assert "layers-in-plain-container" not in found("paddle", "seed2_plain_list_resnet.py")
+    assert main(["lint", str(torch), "--from", "torch", "--to", "tensorflow"]) == 1
+    assert "seed2_plain_list_resnet.py" in capsys.readouterr().out
