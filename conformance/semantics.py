@@ -66,11 +66,12 @@ def schema_text() -> str:
 def build(columns) -> Dataset:
     """The dataset from every room's known.yaml and the runs of these report columns (report.page.load_columns)."""
     runs = [c for c in columns if c.doc]
+    known = {framework: load_known(framework) for framework in ROOMS}  # each room's file read once
     features = {}
     for name, variant in VARIANTS.items():
         entries, cases = {}, set()
         for framework in ROOMS:
-            declared = [VariantRecord.of(k) for k in load_known(framework) if k.variant == name]
+            declared = [VariantRecord.of(k) for k in known[framework] if k.variant == name]
             observed = []
             for col in (c for c in runs if c.framework == framework):
                 needed = sorted(case.id for case in col.doc.cases if name in case.variants)
