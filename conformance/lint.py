@@ -11,6 +11,7 @@ or folder, a file that does not parse: named, the other files still read).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -168,12 +169,18 @@ def _scope(entries: list[KnownVariant]) -> str:
     return f" ({' | '.join(scopes)})"
 
 
+@functools.lru_cache(maxsize=None)
+def _known(framework: str) -> tuple[KnownVariant, ...]:
+    """The room's known.yaml, read once per process (a folder of files asks for it per file and rule)."""
+    return tuple(load_known(framework))
+
+
 def differing(source: str, target: str, variants: tuple[str, ...]) -> list[tuple[str, str, list[KnownVariant]]]:
     """(variant, framework that holds it, its entries) for each of these variants that one of the two rooms holds,
     in some version and run, and the other never does."""
     held = {fw: {} for fw in (source, target)}
     for fw in held:
-        for entry in load_known(fw):
+        for entry in _known(fw):
             held[fw].setdefault(entry.variant, []).append(entry)
     out = []
     for name in variants:
