@@ -71,14 +71,12 @@ def audit(model, optimizer, step: Callable[[], object], framework: str, steps: i
         raise AuditInputError(f"steps must be a whole number from 1, not {steps!r}")
     probe = probe_class(framework)(model, optimizer)
     inventory = probe.inventory()
-    names = [p.name for p in inventory.params]
-    statistics = frozenset(p.name for p in inventory.params if p.statistic)
     observed: list[StepObservation] = []
     probe.install()
     try:
         for index in range(steps):
             try:
-                obs = observe_step(probe, step, index, names, statistics)
+                obs = observe_step(probe, step, index, inventory)
             except AuditInputError as exc:  # the step ran; the probe cannot read what it did
                 raise AuditError(f"step {index + 1} of {steps}: {exc}") from exc
             except Exception as exc:
@@ -116,14 +114,12 @@ class StepAudit:
             return
         probe = probe_class(self.framework)(model, optimizer)
         self._inventory = probe.inventory()
-        self._names = [p.name for p in self._inventory.params]
-        self._statistics = frozenset(p.name for p in self._inventory.params if p.statistic)
         probe.install()
         self._probe = probe
 
     def before_step(self) -> None:
         if self._probe is not None and self._watch is None:
-            self._watch = StepWatch(self._probe, len(self._observed), self._names, self._statistics)
+            self._watch = StepWatch(self._probe, len(self._observed), self._inventory)
 
     def after_step(self) -> None:
         if self._watch is None:

@@ -123,13 +123,11 @@ def _child(conn, file: str, func: str, framework: str, steps: int, parent: int, 
         _send(conn, "bad-input", f"the {framework} probe could not read the model: {one_line(exc)}")
         return
     _send(conn, "inventory", inventory.model_dump())
-    names = [p.name for p in inventory.params]
-    statistics = frozenset(p.name for p in inventory.params if p.statistic)
     probe.install()
     for index in range(steps):
         _send(conn, "starting", index)
         try:
-            obs = observe_step(probe, built["step"], index, names, statistics)
+            obs = observe_step(probe, built["step"], index, inventory)
         except AuditInputError as exc:  # the step ran; the probe cannot read what it did
             _send(conn, "step-failed", f"step {index + 1} of {steps}: {exc}")
             return

@@ -134,11 +134,13 @@ def grad_state(array: np.ndarray) -> tuple[str, float]:
 
 class StepWatch:
     """One step's observation in two halves, for a step the audit does not call itself (a trainer's): made
-    before the step (it reads every value), end() after it. `statistics`: the names that are running
-    statistics, whose moving is never ordinary training, gradient or not."""
+    before the step (it reads every value), end() after it. The inventory's running statistics moving is
+    never ordinary training, gradient or not."""
 
-    def __init__(self, probe: Probe, index: int, names: list[str], statistics: frozenset[str] = frozenset()):
-        self.probe, self.index, self.wanted, self.statistics = probe, index, set(names), statistics
+    def __init__(self, probe: Probe, index: int, inventory: Inventory):
+        self.probe, self.index = probe, index
+        self.wanted = {p.name for p in inventory.params}
+        self.statistics = frozenset(p.name for p in inventory.params if p.statistic)
         self.before = dict(probe.values())
         self.start = time.perf_counter()
 
@@ -173,10 +175,9 @@ class StepWatch:
                                modes=first.get("modes", {}), params=params, seconds=seconds)
 
 
-def observe_step(probe: Probe, step: Callable[[], object], index: int, names: list[str],
-                 statistics: frozenset[str] = frozenset()) -> StepObservation:
+def observe_step(probe: Probe, step: Callable[[], object], index: int, inventory: Inventory) -> StepObservation:
     """Run the user's step once between two reads of every value, and return what changed and what
     the updates saw. The step's own exceptions propagate."""
-    watch = StepWatch(probe, index, names, statistics)
+    watch = StepWatch(probe, index, inventory)
     step()
     return watch.end()
