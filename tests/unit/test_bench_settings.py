@@ -40,15 +40,16 @@ def test_a_bad_thread_count_is_one_line_naming_it_and_the_suite_still_imports():
 def test_every_bad_variable_is_named_in_the_one_line():
     errors, raised = _import_with(CONFORMANCE_BENCH_THREADS="0", CONFORMANCE_BENCH_DEVICE="tpu",
                                   CONFORMANCE_BENCH_SELECT="(", CONFORMANCE_BENCH_TF_FUNCTION="yes",
-                                  CONFORMANCE_BENCH_REQUIRE="torch,jaxx", CONFORMANCE_BENCH_AUDIT_REPEATS="0")
-    assert len(errors) == 6 and "\n" not in raised
-    for name in ("THREADS", "DEVICE", "SELECT", "TF_FUNCTION", "REQUIRE", "AUDIT_REPEATS"):
+                                  CONFORMANCE_BENCH_REQUIRE="torch,jaxx", CONFORMANCE_BENCH_AUDIT_REPEATS="0",
+                                  CONFORMANCE_BENCH_AUDIT_IMAGE="16")
+    assert len(errors) == 7 and "\n" not in raised
+    for name in ("THREADS", "DEVICE", "SELECT", "TF_FUNCTION", "REQUIRE", "AUDIT_REPEATS", "AUDIT_IMAGE"):
         assert f"CONFORMANCE_BENCH_{name}=" in raised
 
 
 def test_good_values_are_taken():
     errors, raised = _import_with(CONFORMANCE_BENCH_THREADS=" 2 ", CONFORMANCE_BENCH_DEVICE="CUDA",
-                                  CONFORMANCE_BENCH_RELATIVE_REPEATS="7", CONFORMANCE_BENCH_AUDIT_REPEATS="1")
+                                  CONFORMANCE_BENCH_RELATIVE_REPEATS="7", CONFORMANCE_BENCH_AUDIT_REPEATS="1", CONFORMANCE_BENCH_AUDIT_IMAGE="32")
     assert errors == [] and raised is None
 
 
