@@ -44,6 +44,7 @@ class VariantRecord(BaseModel):
     snippet: Text            # the standalone script that confirms it
     devices: list[Text] = []  # empty: every device
     replicas: list[Text] = []  # empty: every replica count
+    engines: list[Text] = []  # empty: every data-parallel engine
 
     @classmethod
     def of(cls, known: KnownVariant) -> "VariantRecord":
@@ -105,6 +106,7 @@ class Environment(BaseModel):
     api: Text = "loop"  # the hand-written training loop; a framework's own trainer is another api
     backend: Text = ""  # what compiled the graph in graph mode (torch.compile's backend, ...)
     replicas: Text = "1"  # data-parallel replicas ("1": a single process)
+    engine: Text = ""  # the data-parallel engine, where not the room's plain one (torch's fsdp1, fsdp2)
     nodes: int = Field(1, ge=1, le=64)  # the hosts a data-parallel run's ranks were spread over (run --nodes)
     accelerator: Text = ""  # the adapter's line on the device it computed on ("" on the cpu)
     packages: dict[Text, Text] = {}  # versions of the packages beside the framework (keras; flax, optax)
@@ -118,7 +120,8 @@ class Environment(BaseModel):
 
     @property
     def run(self) -> Run:
-        return Run(self.framework, self.framework_version, self.device, self.mode, self.api, self.backend, self.replicas)
+        return Run(self.framework, self.framework_version, self.device, self.mode, self.api, self.backend, self.replicas,
+                   self.engine)
 
 
 class Results(BaseModel):
@@ -165,7 +168,7 @@ def results_dirs() -> list[Path]:
 def environment(run: Run, spec_dir, started: str, accelerator: str = "", packages: dict | None = None,
                 nodes: int = 1) -> Environment:
     return Environment(framework=run.framework, framework_version=run.version, device=run.device, mode=run.mode,
-                       api=run.api, backend=run.backend, replicas=run.replicas, nodes=nodes, accelerator=accelerator,
+                       api=run.api, backend=run.backend, replicas=run.replicas, engine=run.engine, nodes=nodes, accelerator=accelerator,
                        packages=packages or {},
                        python=platform.python_version(), numpy=np.__version__,
                        platform=f"{platform.system()}-{platform.machine()} ({sys.platform})",

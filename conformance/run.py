@@ -38,6 +38,9 @@ AXES = (
          scope="backends"),
     Axis("replicas", ("1", "2"), "1", "data-parallel replicas training one model together through the framework's "
          "distributed engine (1: a single process on one device)", scope="replicas", plain="1"),
+    Axis("engine", None, "", "with replicas: the data-parallel engine that shards or combines them, where the room "
+         "offers more than its plain one (absent: DDP, DataParallel, ... the room's plain engine, which known.yaml and "
+         "expected.yaml scope as \"default\")", scope="engines"),
 )
 AXIS = {axis.name: axis for axis in AXES}
 
@@ -52,6 +55,7 @@ class Run:
     api: str = "loop"
     backend: str = ""
     replicas: str = "1"
+    engine: str = ""
 
     def replace(self, **axes) -> "Run":
         return dataclasses.replace(self, **axes)
@@ -63,6 +67,7 @@ class Run:
         safe = lambda text: re.sub(r"[^A-Za-z0-9.+_]", "_", text) or "_"
         mode = f"{safe(self.mode)}+{safe(self.backend)}" if self.backend else safe(self.mode)
         api = safe(self.api) + ("" if self.replicas == "1" else f"+dp{safe(self.replicas)}")
+        api += f"+{safe(self.engine)}" if self.engine else ""
         return "-".join((safe(self.framework), safe(self.version), safe(self.device), mode, api))
 
     @property
@@ -74,8 +79,9 @@ class Run:
 
     @property
     def execution(self) -> str:
-        """Mode (with its backend), api and replicas: what tells apart the runs of one version on one device."""
-        replicas = "" if self.replicas == "1" else f", {self.replicas} replicas"
+        """Mode (with its backend), api and replicas (with their engine): what tells apart the runs of one version
+        on one device."""
+        replicas = self._replicas
         return f"{self.mode}{f' ({self.backend})' if self.backend else ''} {self.api}{replicas}"
 
     @property
@@ -84,13 +90,19 @@ class Run:
         mode = f"{self.mode} ({self.backend})" if self.backend else self.mode
         shown = (("device", self.device), ("mode", mode), ("api", self.api))
         words = [value for axis, value in shown if value != AXIS[axis].plain]
-        return " ".join(words + ([] if self.replicas == "1" else [f"{self.replicas} replicas"]))
+        return " ".join(words + ([self._replicas[2:]] if self._replicas else []))
+
+    @property
+    def _replicas(self) -> str:
+        """e.g. ", 2 replicas" or ", 2 replicas (fsdp2)"; empty for one process."""
+        if self.replicas == "1":
+            return ""
+        return f", {self.replicas} replicas" + (f" ({self.engine})" if self.engine else "")
 
     def describe(self) -> str:
         """e.g. "paddle 2.6.2 (cpu, graph (to_static), loop)", "torch 2.13.0 (cpu, eager, loop, 2 replicas)"."""
         mode = f"{self.mode} ({self.backend})" if self.backend else self.mode
-        replicas = "" if self.replicas == "1" else f", {self.replicas} replicas"
-        return f"{self.framework} {self.version} ({self.device}, {mode}, {self.api}{replicas})"
+        return f"{self.framework} {self.version} ({self.device}, {mode}, {self.api}{self._replicas})"
 
 
 def takes(run: Run, case) -> bool:
@@ -103,13 +115,16 @@ def scoped(scope: dict, run: Run) -> bool:
     """Whether an entry scoped by {scope key: values} (known.yaml, expected.yaml) holds for `run`.
     "versions" is a PEP 440 specifier over the run's version (a version it cannot parse is outside
     every bound range); every other key lists values of its axis. An empty entry, or an axis without
-    a value in this run (the backend of an eager run), bounds nothing."""
+    a value in this run (the backend of an eager run), bounds nothing; in a data-parallel run, "default" names the
+    room's plain engine (engine absent)."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
     for axis in AXES:
         if not axis.scope or not scope.get(axis.scope):
             continue
         value = getattr(run, axis.name)
+        if axis.name == "engine" and run.replicas != "1":
+            value = value or "default"
         if axis.name == "version":
             try:
                 if Version(value) not in SpecifierSet(scope["versions"], prereleases=True):

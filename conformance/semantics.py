@@ -1,6 +1,6 @@
 """The compatibility data as a product: data/semantics.json, keyed by semantic feature (a variant of the
 reference semantics, oracle/variants/), and per framework where it holds: as its room declares it (known.yaml:
-version range, devices, modes, apis, backends, replicas, the upstream link, the confirming snippet) and as the
+version range, devices, modes, apis, backends, replicas, engines, the upstream link, the confirming snippet) and as the
 runs observed it (each run whose divergences needed it, with those cases). SCHEMA (semantics.schema.json beside
 this file) is the dataset's JSON Schema; DATASET_VERSION its semver: a major step when a field changes meaning
 or goes, a minor one when a field is added.
@@ -21,7 +21,7 @@ from .oracle.variants import VARIANTS
 from .results import VariantRecord
 from .runners import ROOMS
 
-DATASET_VERSION = "1.0.0"
+DATASET_VERSION = "1.1.0"  # 1.1: engine (observed) and engines (declared)
 SCHEMA = Path(__file__).parent / "semantics.schema.json"
 
 
@@ -34,6 +34,7 @@ class Observed(BaseModel):
     api: str
     backend: str
     replicas: str
+    engine: str = ""  # the data-parallel engine, where not the room's plain one
     cases: list[str]  # the case instances whose divergence needed it
 
 
@@ -78,7 +79,8 @@ def build(columns) -> Dataset:
                 if needed:
                     run = col.doc.environment.run
                     observed.append(Observed(version=run.version, device=run.device, mode=run.mode, api=run.api,
-                                             backend=run.backend, replicas=run.replicas, cases=needed))
+                                             backend=run.backend, replicas=run.replicas, engine=run.engine,
+                                             cases=needed))
                     cases.update(case.base_id for case in col.doc.cases if name in case.variants)
             if declared or observed:
                 entries[framework] = FrameworkEntry(declared=declared, observed=observed)

@@ -513,7 +513,10 @@ class ReferenceRunner(Runner):
             raise RuntimeError(f"a data-parallel step after one in which {sorted(self.unreduced)[0]} got no gradient "
                                "(an engine not told that parameters may go unused refuses it)")
         if not (refusing and train and backward):
-            return self._combined(shards, x, target, train, backward, loss, touch)
+            value = self._combined(shards, x, target, train, backward, loss, touch)
+            if backward and sync and self.sem.sync_zero_fills_unreached:
+                self._zero_fill_unreached()
+            return value
         before = ({n: None if g is None else g.copy() for n, g in self.grads_.items()},
                   {n: v.copy() for n, v in self.values_.items()}, copy.deepcopy(self.replica_statistics))
         value = self._combined(shards, x, target, train, backward, loss, touch)
@@ -525,6 +528,15 @@ class ReferenceRunner(Runner):
             self.forward(path, np.asarray(x)[rows], np.asarray(target)[rows], train, backward, loss=loss, touch=touch)
             self.apart |= {n for n, g in self.grads_.items() if g is not None}
         return value
+
+    def _zero_fill_unreached(self):
+        """sharded-unused-grads-zero: once any parameter of the engine's model has a gradient, the flat gradient
+        they all view is whole, so each trainable one without gets zeros."""
+        held = [n for n, on in self.trainable().items() if on and self._registered(n)]
+        if any(self.grads_.get(n) is not None for n in held):
+            for name in held:
+                if self.grads_.get(name) is None:
+                    self.grads_[name] = np.zeros_like(self.values_[name])
 
     def _combined(self, shards, x, target, train, backward, loss, touch=()):
         """Every replica in turn, its gradient weighed into the combined one (module doc: forward_replicas).
@@ -545,6 +557,7 @@ class ReferenceRunner(Runner):
         if self.own_statistics:  # replica 0's own, under what was read
             self.values_.update(self.own_statistics)
         start = {n: self.values_[n].copy() for n in statistics}  # where a replica's own statistics start
+        packed = [] if backward and self.sem.replica_grads_packed else None  # each replica's own contribution
         # what each replica held before this step (compiled-first-call-sets-grads drops a replica's own share)
         self._replica_start = {n: None if g is None else g.copy() for n, g in self.grads_.items()}
         try:
@@ -556,6 +569,7 @@ class ReferenceRunner(Runner):
                 # as one device on the global batch unless a variant combines the replicas otherwise
                 weight = combine(len(rows), total, len(shards)) if combine else weights[rank]
                 before = {n: None if g is None else g.copy() for n, g in self.grads_.items()}
+                held = dict(self.grads_)  # the arrays themselves: one this replica reaches is replaced
                 self._grad_scale = 1.0 if apart else weight
                 # a synchronised BatchNorm normalises with the global batch's statistics: the replica's forward runs
                 # every replica's rows, and its loss is its own rows'
@@ -568,6 +582,9 @@ class ReferenceRunner(Runner):
                     if rank:
                         self.replica_statistics[rank] = {n: self.values_[n].copy() for n in statistics}
                         self.values_.update(ours)
+                if packed is not None:  # what this replica's backward added, and to which parameters
+                    packed.append({n: g if before[n] is None else g - before[n] for n, g in self.grads_.items()
+                                   if g is not None and g is not held[n] and self._registered(n)})
                 if apart:  # this replica's share of the combined gradient (its own, weighed), clipped, then added
                     own = {n: g if before[n] is None or g is None else g - before[n] for n, g in self.grads_.items()}
                     live = [n for n in self.opt_params if own.get(n) is not None]
@@ -575,6 +592,10 @@ class ReferenceRunner(Runner):
                     self.grads_ = {n: before[n] if n not in scale else
                                    (0.0 if before[n] is None else before[n]) + weight * scale[n] * own[n]
                                    for n in self.grads_}
+            if packed is not None:
+                for name, g in self._reduced_by_position(packed).items():
+                    held = self._replica_start.get(name)
+                    self.grads_[name] = g if held is None else held + g
         finally:
             self._replica_start = None
         self._clipped_apart = apart
@@ -756,11 +777,86 @@ class ReferenceRunner(Runner):
         opt = self.opt
         clipped = [n for n in live if n not in opt.no_clip]
         scale = dict.fromkeys(live, 1.0)
-        if opt.clip_global_norm is not None:
+        if opt.clip_global_norm is not None and self.sem.clip_norm_per_shard and self.data_parallel:
+            scale.update(self._shard_clip_scales(grads, clipped, opt.clip_global_norm))
+        elif opt.clip_global_norm is not None:
             scale.update(dict.fromkeys(clipped, clip_scale([grads[n] for n in clipped], opt.clip_global_norm)))
         if opt.clip_norm is not None:
             scale.update({n: clip_scale([grads[n]], opt.clip_norm) for n in clipped})
         return scale
+
+    def _engine_params(self) -> list[str]:
+        """The parameters the data-parallel engine holds, in the order the model registers them: attributes, then
+        a framework container's."""
+        layers = [n for n in self.model.layers if n not in self.model.contained] + list(self.model.contained)
+        return [f"{layer}.{role}" for layer in layers if not self.model.layers[layer].tie
+                for role in self.model.layers[layer].param_roles() if self._registered(f"{layer}.{role}")]
+
+    def _reduced_by_position(self, own: list[dict]) -> dict[str, np.ndarray]:
+        """replica-grads-packed-by-position: each replica cuts each gradient it holds into one chunk of dim 0 per
+        replica (a linear weight as (out, in), zero rows padding the last chunks), and packs, for each destination,
+        its chunks one parameter after another; the reduction adds the replicas' packs by position, and each
+        replica unpacks its own by the parameters it holds. A parameter's chunk on a replica that holds no gradient
+        for it is NaN (none); one no replica holds has none. Different pack sizes raise, as the collective does."""
+        world, order = len(own), self._engine_params()
+        layout = lambda name, a: a.T if self._is_linear_weight(name) else a
+        chunk_rows = {n: -(-layout(n, self.values_[n]).shape[0] // world) for n in order}
+
+        def chunk(name, a, j):
+            a = layout(name, a)
+            padded = np.zeros((chunk_rows[name] * world, *a.shape[1:]))
+            padded[:a.shape[0]] = a
+            return padded[j * chunk_rows[name]:(j + 1) * chunk_rows[name]]
+        holds = [[n for n in order if n in mine] for mine in own]
+        reduced = []
+        for j in range(world):
+            packs = [np.concatenate([chunk(n, own[r][n], j).ravel() for n in holds[r]] + [np.zeros(0)])
+                     for r in range(world)]
+            if len({pack.size for pack in packs}) > 1:
+                raise RuntimeError("the replicas' reduce-scatter inputs differ in size (they hold gradients of "
+                                   "different parameters)")
+            reduced.append(sum(packs))
+        chunks = {n: [None] * world for n in order}
+        for j, out in enumerate(reduced):
+            at = 0
+            for name in holds[j]:
+                shape = (chunk_rows[name], *layout(name, self.values_[name]).shape[1:])
+                chunks[name][j] = out[at:at + int(np.prod(shape))].reshape(shape)
+                at += int(np.prod(shape))
+        whole = {}
+        for name, parts in chunks.items():
+            if any(part is not None for part in parts):
+                shape = layout(name, self.values_[name]).shape
+                rows = [np.full((chunk_rows[name], *shape[1:]), np.nan) if part is None else part for part in parts]
+                whole[name] = layout(name, np.concatenate(rows)[:shape[0]])
+        return whole
+
+    def _shard_clip_scales(self, grads: dict, clipped: list[str], max_norm: float) -> dict[str, np.ndarray]:
+        """clip-norm-per-shard: the engine's model is one flat vector (its registered parameters in the order the
+        model registers them, attributes then a framework container's, each flattened row-major with a linear
+        weight as (out, in), each starting at a multiple of 16 bytes: 4 float32 values), padded and cut into one
+        equal piece per replica; each replica clips its piece by that piece's own norm. Each clipped parameter's
+        factor, element by element, in the oracle's layout."""
+        flat = self._engine_params()
+        stored = lambda name, a: a.T if self._is_linear_weight(name) else a  # (out, in) <-> the oracle's (in, out)
+        starts, end = {}, 0
+        for name in flat:
+            starts[name] = -(-end // 4) * 4  # aligned to 4 values
+            end = starts[name] + self.values_[name].size
+        piece = -(-end // self.data_parallel.replicas)
+        # each element's replica, in the parameter's flat layout
+        where = {name: (start + np.arange(self.values_[name].size)) // piece for name, start in starts.items()}
+        squares = np.zeros(self.data_parallel.replicas)
+        for name in clipped:
+            if name in where and grads[name] is not None:
+                np.add.at(squares, where[name], stored(name, grads[name]).ravel() ** 2)
+        factors = np.array([1.0 if np.sqrt(q) <= max_norm else max_norm / np.sqrt(q) for q in squares])
+        return {name: stored(name, factors[where[name]].reshape(stored(name, self.values_[name]).shape))
+                for name in clipped if name in where}
+
+    def _is_linear_weight(self, name: str) -> bool:
+        layer, role = name.split(".")
+        return role == "weight" and self.model.layers[layer].linear is not None
 
     def update(self):
         opt, sem = self.opt, self.sem
@@ -772,31 +868,63 @@ class ReferenceRunner(Runner):
         if live:
             self.iterations += 1
         for name in live:
-            p = self.values_[name]
-            coupled, decoupled = self._decay(name)
-            if coupled or decoupled:
-                self.decayed_.add(name)
-            g = self.grads_[name] * scale[name] + coupled * p  # clipping acts before L2 joins the gradient
-            p = p * (1 - opt.lr * decoupled)
-            st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
-            if opt.name == "sgd":
-                p = sgd(p, g, opt.lr)
-            elif opt.name == "momentum" and sem.momentum_velocity_scaled_by_lr:
-                st["buf"] = -opt.lr * g if st["buf"] is None else opt.momentum * st["buf"] - opt.lr * g
-                p = p + st["buf"]
-            elif opt.name == "momentum":
-                p, st["buf"] = momentum(p, g, st["buf"], opt.lr, opt.momentum)
+            # replica-grads-packed-by-position: the elements no replica's shard got a gradient for (NaN) are left
+            # alone, optimizer state and step count included
+            unreached = np.isnan(self.grads_[name]) if sem.replica_grads_packed else None
+            if unreached is not None and unreached.any():
+                self._update_some(name, scale[name], ~unreached)
             else:
-                st["t"] += 1
-                t = self.iterations if sem.adam_shared_step_counter else st["t"]
-                # adam-squares-each-lookup (a sparse gradient: no coupled L2 joins it)
-                squares = self.lookup_squares.get(name) if not coupled else None
-                p, st["m"], st["v"] = adam(
-                    p, g, st["m"], st["v"], t, opt.lr, *opt.betas, opt.eps,
-                    epsilon_hat=sem.adam_epsilon_hat,
-                    bias_correction=opt.name != "adamw" or sem.adamw_bias_correction,
-                    g2=None if squares is None else squares * scale[name] ** 2)
-            self.values_[name] = p
+                self._update_one(name, scale[name])
+
+    def _update_some(self, name, scale, reached):
+        """The update of the reached elements of one parameter only (the others keep value and state)."""
+        before = self.values_[name].copy()
+        st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
+        kept = {k: (np.full(before.shape, np.nan) if st[k] is None else np.broadcast_to(st[k], before.shape).copy())
+                for k in st}
+        grad = self.grads_[name]
+        self.grads_[name] = np.where(reached, grad, 0.0)
+        try:
+            with np.errstate(all="ignore"):
+                self._update_one(name, scale, step_count=np.where(reached, 1, 0))
+        finally:
+            self.grads_[name] = grad
+        self.values_[name] = np.where(reached, self.values_[name], before)
+        for k in st:
+            if st[k] is not None:
+                st[k] = np.where(reached, st[k], kept[k])
+
+    def _update_one(self, name, scale, step_count=1):
+        opt, sem = self.opt, self.sem
+        p = self.values_[name]
+        coupled, decoupled = self._decay(name)
+        if coupled or decoupled:
+            self.decayed_.add(name)
+        g = self.grads_[name] * scale + coupled * p  # clipping acts before L2 joins the gradient
+        p = p * (1 - opt.lr * decoupled)
+        st = self.state.setdefault(name, {"buf": None, "m": 0.0, "v": 0.0, "t": 0})
+        if opt.name == "sgd":
+            p = sgd(p, g, opt.lr)
+        elif opt.name == "momentum" and sem.momentum_velocity_scaled_by_lr:
+            st["buf"] = -opt.lr * g if st["buf"] is None else opt.momentum * st["buf"] - opt.lr * g
+            p = p + st["buf"]
+        elif opt.name == "momentum":
+            if st["buf"] is not None and np.isnan(st["buf"]).any():  # elements with no buffer yet start one
+                st["buf"] = np.where(np.isnan(st["buf"]), g, opt.momentum * st["buf"] + g)
+                p = p - opt.lr * st["buf"]
+            else:
+                p, st["buf"] = momentum(p, g, st["buf"], opt.lr, opt.momentum)
+        else:
+            st["t"] = st["t"] + step_count
+            t = self.iterations if sem.adam_shared_step_counter else st["t"]
+            # adam-squares-each-lookup (a sparse gradient: no coupled L2 joins it)
+            squares = self.lookup_squares.get(name) if not coupled else None
+            p, st["m"], st["v"] = adam(
+                p, g, st["m"], st["v"], t, opt.lr, *opt.betas, opt.eps,
+                epsilon_hat=sem.adam_epsilon_hat,
+                bias_correction=opt.name != "adamw" or sem.adamw_bias_correction,
+                g2=None if squares is None else squares * scale ** 2)
+        self.values_[name] = p
 
     def grads(self):
         return {k: None if g is None else g.copy() for k, g in self.grads_.items()}

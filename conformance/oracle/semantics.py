@@ -73,6 +73,10 @@ class Semantics:
     replica_clip_before_combining: bool = False  # clipping applies to each replica's share before the sum
     replica_stats_read_averaged: bool = False   # reading running statistics gives the replicas' mean
     unused_params_refused: bool = False         # a step after one that left a parameter without gradient raises
+    sync_zero_fills_unreached: bool = False     # a synchronised backward gives each unreached trainable one zeros
+    replica_grads_packed: bool = False          # replicas reduce the gradients they hold packed, added by position
+    clip_norm_per_shard: bool = False           # global-norm clipping: each replica clips its piece of the flat
+    #                                             gradient by that piece's own norm
 
 
 POINTS = {f.name for f in dataclasses.fields(Semantics)}

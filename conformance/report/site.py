@@ -42,7 +42,7 @@ from pydantic import BaseModel
 
 from ..kernel.files import lock, unlock, write_atomic
 from ..oracle.variants import VARIANTS
-from ..run import AXES
+from ..run import AXES, Run
 from ..spec import SPEC_DIR
 from ..spec.safe_yaml import read_text
 from .bench import one_line
@@ -301,13 +301,12 @@ def feature_grid(dataset, runs: list[Column]) -> list[dict]:
                 observed = [o for o in entry.observed if o.version == version]
                 declared = [d for d in entry.declared if not d.versions or _holds(SpecifierSet(d.versions), version)]
                 state = "observed" if observed else "declared" if declared else "absent"
-                runs_text = "; ".join(f"{o.device} {o.mode}{f' ({o.backend})' if o.backend else ''} {o.api}"
-                                      f"{'' if o.replicas == '1' else f', {o.replicas} replicas'}: {len(o.cases)} cases"
+                runs_text = "; ".join(f"{o.device} {Run('', mode=o.mode, api=o.api, backend=o.backend, replicas=o.replicas, engine=o.engine).execution}: {len(o.cases)} cases"
                                       for o in observed)
                 cells.append(dict(version=version, state=state, runs=runs_text))
             scopes = [", ".join(f"{k} {v}" if isinstance(v, str) else f"{k} {'/'.join(v)}"
                                 for k, v in d.model_dump(include={"versions", "devices", "modes", "apis", "backends",
-                                                                  "replicas"}).items() if v) or "everywhere"
+                                                                  "replicas", "engines"}).items() if v) or "everywhere"
                       for d in entry.declared]
             links = sorted({d.link for d in entry.declared if d.link})
             rows.append(dict(framework=framework, cells=cells, scopes=scopes, links=links))

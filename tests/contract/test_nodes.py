@@ -19,7 +19,7 @@ def test_two_nodes_here_give_the_one_node_verdicts(request, tmp_path):
     if adapter.parallelism is None or adapter.parallelism.launcher(2) is None:
         pytest.skip(f"{framework} runs its replicas in one process: it has no --nodes")
     [run] = [r.replace(version=adapter.version()) for r in offers(framework).every_run(framework, "cpu")
-             if r.replicas == "2" and (r.mode, r.api) == ("eager", "loop")]  # the hand-written loop's
+             if r.replicas == "2" and (r.mode, r.api, r.engine) == ("eager", "loop", "")]  # the plain loop's
     one_node = Path(request.config.getoption("results")) / f"{run.name}.json"
     assert one_node.is_file(), f"no results for {run.describe()}: run `python -m conformance run --framework " \
                                f"{framework} --every-run` first"

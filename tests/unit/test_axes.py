@@ -179,3 +179,13 @@ def test_every_run_runs_each_offered_run_with_all_its_axes(tmp_path, monkeypatch
     assert [f.name.endswith("+dp2.json") for f in files] == [True]  # the single-process run: nothing asked for
     dp = results.read(files[0])
     assert dp.environment.run.replicas == "2" and {c.base_id for c in dp.cases} == {"dp-equal-shares-mean"}
+
+
+def test_rooms_offer_sharded_engines_where_they_run_and_refuse_the_others_with_why():
+    torch_offers, paddle_offers = offers("torch"), offers("paddle")
+    for engine in ("fsdp1", "fsdp2"):
+        assert torch_offers.resolve(Run("torch", replicas="2", engine=engine)).engine == engine
+    with pytest.raises(Unavailable, match="group_sharded_parallel asserts a GPU"):
+        paddle_offers.resolve(Run("paddle", replicas="2", engine="group_sharded"))
+    with pytest.raises(Unavailable, match="not eager loop, 2 replicas \\(fsdp1\\)"):
+        paddle_offers.resolve(Run("paddle", replicas="2", engine="fsdp1"))

@@ -320,3 +320,86 @@ def test_the_engine_drives_a_room_by_the_data_parallelism_it_declares():
     assert Rank.parallelism.launcher(1) is Rank.parallelism.launcher(2) is Rank.parallelism
     assert InProcess().launcher(1) is InProcess().launcher(2) is None
     assert InProcess(nodes=Rank.parallelism).launcher(2) is Rank.parallelism
+
+
+def test_an_engine_other_than_the_plain_one_names_its_runs_and_default_scopes_the_plain_one():
+    from conformance.oracle.known import KnownVariant, profile
+    from conformance.run import Run
+    sharded = Run("torch", "2.13.0", replicas="2", engine="fsdp2")
+    assert sharded.name == "torch-2.13.0-cpu-eager-loop+dp2+fsdp2" and sharded.label == "2 replicas (fsdp2)"
+    assert sharded.describe() == "torch 2.13.0 (cpu, eager, loop, 2 replicas (fsdp2))"
+    plain_only = KnownVariant(variant="unused-params-refused", reason="r", link=None, replicas=["2"],
+                              engines=["default"])
+    fsdp1_only = KnownVariant(variant="sharded-unused-grads-zero", reason="r", link=None, replicas=["2"],
+                              engines=["fsdp1"])
+    in_force = lambda run: [v.variant for v in profile([plain_only, fsdp1_only], run)]
+    assert in_force(Run("torch", "2.13.0", replicas="2")) == ["unused-params-refused"]
+    assert in_force(Run("torch", "2.13.0", replicas="2", engine="fsdp1")) == ["sharded-unused-grads-zero"]
+    assert in_force(sharded) == []
+
+
+def _sharded_runner(variants, replicas=2):
+    from conformance.spec.model import DataParallel
+    model = Model.model_validate({"layers": LAYERS})
+    rng = np.random.default_rng(0)
+    values = {n: rng.normal(size=s) for n, s in [("a.weight", (3, 4)), ("a.bias", (4,)), ("b.weight", (4, 2)),
+                                                  ("b.bias", (2,)), ("c.weight", (4, 2)), ("c.bias", (2,))]}
+    runner = ref.ReferenceRunner(variants=variants)
+    runner.data_parallel = DataParallel(replicas=replicas, find_unused=True)
+    runner.build(model, values)
+    return runner, rng.normal(size=(8, 3)), rng.normal(size=(8, 2))
+
+
+def test_a_sharded_engine_gives_an_unused_layer_zeros_that_decay_moves():
+    runner, x, t = _sharded_runner(["sharded-unused-grads-zero"])
+    runner.make_optimizer(ref.Optimizer(name="sgd", weight_decay=0.1))
+    before = runner.values()["c.weight"]
+    runner.forward_replicas([(["a", "b"], range(0, 4)), (["a", "b"], range(4, 8))], x, t, True, True)
+    assert np.array_equal(runner.grads()["c.weight"], np.zeros((4, 2)))
+    runner.update()
+    assert np.allclose(runner.values()["c.weight"], before * (1 - 0.1 * 0.1))
+
+
+def test_clipping_per_shard_scales_each_replicas_piece_of_the_flat_gradient_by_its_own_norm():
+    """a.weight (3, 4) is 12 values as (out, in), a.bias 4, b.weight 8, b.bias 2 (then 2 of padding), c.weight 8,
+    c.bias 2, each starting at a multiple of 4: 38 values, 19 per replica. Replica 0 clips a.weight, a.bias and
+    b.weight's first 3 by their norm; replica 1 the rest of b by theirs (c has no gradient)."""
+    runner, x, t = _sharded_runner(["clip-norm-per-shard"])
+    runner.make_optimizer(ref.Optimizer(name="sgd", clip_global_norm=1e-3))
+    runner.forward_replicas([(["a", "b"], range(0, 4)), (["a", "b"], range(4, 8))], x, t, True, True)
+    grads = runner.grads()
+    live = [n for n in grads if grads[n] is not None]
+    scale = runner._clip_scales(grads, live)
+    flat = lambda n, a: (a.T if n.endswith("weight") else a).ravel()  # linear weights as (out, in)
+    first = np.concatenate([flat("a.weight", grads["a.weight"]), grads["a.bias"], flat("b.weight", grads["b.weight"])[:3]])
+    assert np.allclose(flat("a.weight", scale["a.weight"]), 1e-3 / np.linalg.norm(first))
+    b = flat("b.weight", scale["b.weight"])
+    assert np.allclose(b[:3], b[0]) and not np.allclose(b[3:], b[0])
+
+
+def test_replicas_on_different_layers_of_one_size_swap_gradients_by_position():
+    """Replica 0 runs a -> b, replica 1 a -> c (b and c both (4, 2): as (out, in), 2 rows, one per replica). Replica
+    0's shard of b (row 0) gets the mean of its own b row 0 and replica 1's c row 0; replica 1 holds no gradient of
+    b's row 1, which NaN marks and the update leaves alone."""
+    shards = [(["a", "b"], range(0, 4)), (["a", "c"], range(4, 8))]
+    runner, x, t = _sharded_runner(["replica-grads-packed-by-position", "replica-grads-averaged"])
+    runner.make_optimizer(ref.Optimizer(name="sgd"))
+    before = runner.values()
+    runner.forward_replicas(shards, x, t, True, True)
+    alone = []
+    for path, rows in shards:  # each replica's own mean-loss gradient
+        own = ref.ReferenceRunner()
+        own.build(Model.model_validate({"layers": LAYERS}), before)
+        own.make_optimizer(ref.Optimizer(name="sgd"))
+        own.forward(path, x[list(rows)], t[list(rows)], True, True)
+        alone.append(own.grads())
+    b, c = runner.grads()["b.weight"].T, runner.grads()["c.weight"].T  # as (out, in)
+    mixed = (alone[0]["b.weight"].T + alone[1]["c.weight"].T) / 2
+    assert np.allclose(b[0], mixed[0]) and np.isnan(b[1]).all()
+    assert np.allclose(c[1], mixed[1]) and np.isnan(c[0]).all()
+    assert np.allclose(runner.grads()["a.weight"], (alone[0]["a.weight"] + alone[1]["a.weight"]) / 2)
+    runner.update()
+    after = runner.values()
+    assert np.array_equal(after["b.weight"].T[1], before["b.weight"].T[1])
+    assert np.allclose(after["b.weight"].T[0], before["b.weight"].T[0] - 0.1 * mixed[0])  # lr 0.1
+

@@ -36,7 +36,7 @@ def test_a_feature_lists_where_it_is_declared_and_the_runs_that_needed_it(tmp_pa
     assert [d["versions"] for d in torch["declared"]] == [declared.versions]
     assert torch["declared"][0]["link"] == str(declared.link) and torch["declared"][0]["snippet"].endswith(".py")
     assert torch["observed"] == [{"version": "2.13.0", "device": "cpu", "mode": "eager", "api": "loop", "backend": "",
-                                  "replicas": "1", "cases": [INSTANCES[2].id]}]
+                                  "replicas": "1", "engine": "", "cases": [INSTANCES[2].id]}]
     assert "paddle" in feature["frameworks"] and feature["frameworks"]["paddle"]["observed"] == []  # declared only
 
 

@@ -44,4 +44,27 @@ DECLARED = [
         "was told that parameters may go unused (find_unused_parameters=True); every later step raises too",
         "a parameter that gets no gradient on a data-parallel step is left alone, as on one device",
         unused_params_refused=True, holds_only=DATA_PARALLEL),
+    variant(
+        "sharded-unused-grads-zero",
+        "a synchronised data-parallel backward gives every trainable parameter that no gradient reached a zero "
+        "gradient (each is a view of one flat gradient, which the engine fills whole): weight decay, momentum and "
+        "Adam's state move a layer the forward never used",
+        "a parameter that no gradient reaches has none, and the optimizer skips it",
+        sync_zero_fills_unreached=True, holds_only=DATA_PARALLEL),
+    variant(
+        "replica-grads-packed-by-position",
+        "each data-parallel replica reduces only the gradients it holds, packed one parameter after another, and "
+        "the packs are added by position: where replicas used different parameters, a parameter's shard receives "
+        "whatever the other replicas packed at its place (another parameter's gradient), and a replica's shard of a "
+        "parameter it did not use gets no gradient and is not updated",
+        "each parameter's gradient combines the replicas' own gradients of that parameter; one a replica did not use "
+        "adds nothing from that replica",
+        replica_grads_packed=True, holds_only=DATA_PARALLEL),
+    variant(
+        "clip-norm-per-shard",
+        "global-norm clipping of a sharded model clips each replica's shard of the gradient by that shard's own "
+        "norm (the model's parameters flattened into one vector and cut into one equal piece per replica): each "
+        "piece gets another factor, and a global norm is never measured",
+        "clipping measures the norm of the whole combined gradient and scales it by one factor, as on one device",
+        clip_norm_per_shard=True, holds_only=DATA_PARALLEL),
 ]

@@ -30,4 +30,8 @@ def AUDIT_RANK_ENV(rank: int, world: int, port: int) -> dict[str, str]:
 OFFERS = Offers(devices=("cpu", "cuda", "ascend"),
                 runs=({}, {"mode": "graph", "backend": "to_static"}, {"mode": "graph", "backend": "static"},
                       {"api": "trainer"}, {"replicas": "2"}, {"api": "trainer", "replicas": "2"},
-                      {"mode": "graph", "backend": "to_static", "replicas": "2"}))
+                      {"mode": "graph", "backend": "to_static", "replicas": "2"}),
+                refused={"engine=group_sharded": (
+                    "the paddle room offers no group-sharded run: paddle.distributed.sharding.group_sharded_parallel "
+                    "asserts a GPU, XPU or custom device (\"group_sharded_parallel only support gpu, xpu and "
+                    "custom_device now\" in 3.3.1, \"gpu and xpu\" in 2.6.2), and its GPU run is not built")})

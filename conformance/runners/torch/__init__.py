@@ -22,5 +22,6 @@ def AUDIT_RANK_ENV(rank: int, world: int, port: int) -> dict[str, str]:
 # kernels; inductor: the default backend, which also generates C++ (CPU) / Triton (CUDA) code
 OFFERS = Offers(devices=("cpu", "cuda"),
                 runs=({}, {"mode": "graph", "backend": "aot_eager"}, {"mode": "graph", "backend": "inductor"},
-                      {"replicas": "2"}, {"mode": "graph", "backend": "aot_eager", "replicas": "2"}),
+                      {"replicas": "2"}, {"mode": "graph", "backend": "aot_eager", "replicas": "2"},
+                      {"replicas": "2", "engine": "fsdp1"}, {"replicas": "2", "engine": "fsdp2"}),
                 refused={"api=trainer": NO_TRAINER})

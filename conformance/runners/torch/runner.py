@@ -18,12 +18,19 @@ gloo group and wraps the net in DistributedDataParallel (its defaults, find_unus
 which takes the step's path as a forward argument, as a model whose forward branches on its input. In graph
 mode DDP wraps the compiled paths. A step that does not synchronise runs its forward and backward under
 ddp.no_sync(); a step's `touch` adds 0 * p.sum() of those layers' parameters to the loss.
+--engine fsdp1 wraps the same module in FullyShardedDataParallel instead (no auto-wrap policy: one flat parameter,
+use_orig_params=True, which per-parameter groups need, device_id the run's device, as FSDP refuses a CPU module
+without one), its no_sync() for a step that does not synchronise; --engine fsdp2 calls fully_shard on it (its
+parameters become DTensors sharded on dim 0), set_requires_gradient_sync(False) for such a step. Neither has
+find_unused_parameters. The observations read whole tensors, as a user saving a checkpoint gathers them:
+FSDP.summon_full_params(with_grads=True) and DTensor.full_tensor().
 
 Here: the adapter class (model, optimizer, the loop's primitives, the observations). --mode graph
 compiles each path's forward with graph.py; trainer.py says why there is no --api trainer.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import numpy as np
@@ -138,8 +145,73 @@ class TorchRunner(Runner):
         # in graph mode it wraps the compiled paths (a compiled module inside DDP: DDP's reducer still hears each
         # gradient as it accumulates, and fullgraph=True keeps every path one graph)
         run_path = (lambda path, x: self.compiled[tuple(path)](x)) if self.mode == "graph" else self._run_path
-        self.ddp = None if self.data_parallel is None else torch.nn.parallel.DistributedDataParallel(
-            _PathForward(self.net, run_path), find_unused_parameters=self.data_parallel.find_unused)
+        self._shapes = {n: tuple(t.shape) for n, t in self.tensors.items()}
+        self._unsynced = False  # FSDP1: the last backward ran under no_sync, each rank holding its whole gradients
+        self.ddp = None if self.data_parallel is None else self._wrap(_PathForward(self.net, run_path))
+
+    def _wrap(self, module):
+        """The run's data-parallel engine around the module (build's last step)."""
+        if self.run.engine == "fsdp1":
+            from torch.distributed.fsdp import FullyShardedDataParallel
+            return FullyShardedDataParallel(module, use_orig_params=True, device_id=self.torch_device)
+        if self.run.engine == "fsdp2":
+            from torch.distributed.fsdp import fully_shard
+            wrapped = fully_shard(module)
+            # fully_shard puts new (DTensor) parameters in the layers' places: the names must find those
+            self.tensors = {name: getattr(self.layers[name.split(".")[0]], name.split(".")[1])
+                            for name in self.tensors}
+            self.names = {id(t): n for n, t in self.tensors.items()}
+            return wrapped
+        return torch.nn.parallel.DistributedDataParallel(module, find_unused_parameters=self.data_parallel.find_unused)
+
+    @contextlib.contextmanager
+    def _no_sync(self):
+        """The engine's way of leaving a backward's gradients uncombined, each rank accumulating its own."""
+        if self.run.engine == "fsdp2":
+            self.ddp.set_requires_gradient_sync(False)
+            try:
+                yield
+            finally:
+                self.ddp.set_requires_gradient_sync(True)
+        else:
+            with self.ddp.no_sync():
+                yield
+
+    def _gathered(self, grads: bool) -> dict:
+        """The whole values or gradients of a sharded model, as numpy, put together from every rank's piece. FSDP1
+        (use_orig_params): each rank holds a contiguous piece of each parameter as a 1-D view (empty where it holds
+        none of it), in rank order; FSDP2: a DTensor whose local tensor is the rank's chunk of dim 0. Each rank holds
+        only its piece's gradient (None where none reached it): a gradient is None where every nonempty piece has
+        none, and NaN on a piece without one beside one with. Parameters outside the engine (statistics, a layer the
+        net does not hold) are read whole. A collective: every rank reads at the same point of a step, and asks its
+        pieces plainly (DTensor.full_tensor() would pair up ranks that hold gradients of different parameters)."""
+        fsdp2 = self.run.engine == "fsdp2"
+        sharded = {id(p) for p in self.ddp.parameters() if not fsdp2 or hasattr(p, "to_local")}
+
+        def piece(t):
+            held = t.grad if grads else t
+            local = t.to_local() if fsdp2 else t
+            if held is not None and fsdp2:
+                held = held.to_local()
+            # a copy first: numpy() marks a tensor's storage unresizable, and FSDP1 frees storage by resizing it
+            return (local.shape[0] if fsdp2 else local.numel(),
+                    None if held is None else held.detach().to("cpu", torch.float64, copy=True).numpy())
+        ranks = [None] * dist.get_world_size()
+        dist.all_gather_object(ranks, {n: piece(t) for n, t in self.tensors.items() if id(t) in sharded})
+        whole = {n: None if (t.grad if grads else t) is None else self._numpy(n, t.grad if grads else t)
+                 for n, t in self.tensors.items() if id(t) not in sharded}
+        for name in ranks[0]:
+            shape = self._shapes[name]
+            pieces = [rank[name] for rank in ranks if rank[name][0]]
+            if all(array is None for _, array in pieces):
+                whole[name] = None
+                continue
+            if fsdp2:  # chunks of dim 0
+                parts = [np.full((rows, *shape[1:]), np.nan) if array is None else array for rows, array in pieces]
+            else:
+                parts = [np.full(size, np.nan) if array is None else array.ravel() for size, array in pieces]
+            whole[name] = self._oriented(name, np.concatenate(parts).reshape(shape))
+        return whole
 
     def _to_torch(self, name, array):
         return np.ascontiguousarray(array.T) if self._is_linear_weight(name) else array
@@ -217,8 +289,10 @@ class TorchRunner(Runner):
 
     def forward(self, path, x, target, train, backward, reduce=True, loss=None, touch=(), sync=True):
         if not sync:  # forward and backward under DDP's no_sync: this rank accumulates its own gradients
-            with self.ddp.no_sync():
-                return self.forward(path, x, target, train, backward, reduce, loss, touch)
+            with self._no_sync():
+                loss_value = self.forward(path, x, target, train, backward, reduce, loss, touch)
+            self._unsynced = self._unsynced or backward
+            return loss_value
         (self.ddp or self.net).train(train)  # reaches only registered submodules, as in user code
         x = torch.as_tensor(x, device=self.torch_device)
         if self.ddp is not None:
@@ -240,6 +314,7 @@ class TorchRunner(Runner):
             value = value + 0 * sum(p.sum() for p in self.layers[name].parameters())
         if backward:
             value.backward()
+            self._unsynced = False
         return float(value.mean().item())
 
     def _run_path(self, path, x):
@@ -271,13 +346,23 @@ class TorchRunner(Runner):
         self.opt.step()
 
     def _numpy(self, name, tensor):
-        array = tensor.detach().cpu().numpy().astype(np.float64)
+        return self._oriented(name, tensor.detach().cpu().numpy().astype(np.float64))
+
+    def _oriented(self, name, array):
         return array.T if self._is_linear_weight(name) else array
 
+    def _sharded(self) -> bool:
+        return self.run.engine in ("fsdp1", "fsdp2") and self.ddp is not None
+
     def grads(self):
+        # FSDP1's no_sync leaves each rank its own whole gradients
+        if self._sharded() and not (self.run.engine == "fsdp1" and self._unsynced):
+            return self._gathered(grads=True)
         return {n: None if t.grad is None else self._numpy(n, t.grad) for n, t in self.tensors.items()}
 
     def values(self):
+        if self._sharded():
+            return self._gathered(grads=False)
         return {n: self._numpy(n, t) for n, t in self.tensors.items()}
 
     def trainable(self):
