@@ -10,6 +10,7 @@ Upstream: https://pytorch.org/docs/stable/fsdp.html (FullyShardedDataParallel.cl
 method instead of torch.nn.utils.clip_grad_norm_ since this method handles the fact that gradients are sharded
 across ranks")
 """
+import os
 import socket
 
 import torch
@@ -49,7 +50,7 @@ def replica(rank, port, engine, clip, out):
     clipped = whole_grads(engine, net)
     out.put((rank, combined.tolist(), clipped.tolist()))
     dist.barrier()  # neither rank leaves while the other still talks to it
-    dist.destroy_process_group()
+    os._exit(0)  # past gloo's teardown, which now and then aborts a rank that has already answered
 
 
 def run(engine, clip):

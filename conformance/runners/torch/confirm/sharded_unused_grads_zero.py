@@ -8,6 +8,7 @@ find_unused_parameters=True and FSDP2's fully_shard leave the unused layer's gra
 Upstream: https://github.com/pytorch/pytorch/pull/87308 ("Some original parameters corresponding to one
 FlatParameter may have None gradient while others do not. In that case, the flat_param.grad must be non-None.")
 """
+import os
 import socket
 
 import torch
@@ -61,8 +62,8 @@ def replica(rank, port, engine, out):
     opt.step()
     moved = not torch.equal(before, whole(engine, net.unused.weight))
     out.put((rank, seen, moved))
-    dist.barrier()  # neither rank leaves while the other still talks to it (gloo aborts the one left behind)
-    dist.destroy_process_group()
+    dist.barrier()  # neither rank leaves while the other still talks to it
+    os._exit(0)  # past gloo's teardown, which now and then aborts a rank that has already answered
 
 
 def run(engine):

@@ -8,6 +8,7 @@ With find_unused_parameters=True the replicas stay together and the unused layer
 
 Upstream: https://github.com/pytorch/pytorch/issues/57473
 """
+import os
 import socket
 
 import torch
@@ -40,6 +41,8 @@ def replica(rank, port, find_unused, out):
     except RuntimeError as exc:
         second = str(exc).splitlines()[0]
     out.put((rank, weight, second))
+    dist.barrier()  # neither rank leaves while the other still talks to it
+    os._exit(0)  # past gloo's teardown, which now and then aborts a rank that has already answered
 
 
 def run(find_unused):
