@@ -732,11 +732,12 @@ class ReferenceRunner(Runner):
     def _decay(self, name: str) -> tuple[float, float]:
         """(coupled L2 coefficient added to the gradient, decoupled coefficient) for one parameter."""
         opt, sem = self.opt, self.sem
-        if name in opt.no_decay or self._excluded_by_name(name):
+        if name in opt.no_decay or self._excluded_by_name(name) or self._excluded_by_ndim(name):
             return 0.0, 0.0
         decoupled = opt.name == "adamw" or sem.decoupled_decay_everywhere
         wd = opt.weight_decay
-        grouped = opt.regularizers or opt.no_decay or opt.no_decay_names  # MindSpore: parameter groups
+        # MindSpore: parameter groups
+        grouped = opt.regularizers or opt.no_decay or opt.no_decay_names or opt.no_decay_ndim_below is not None
         if sem.no_decay_for_norm_affine and not grouped and self._is_norm_affine(name):
             wd = 0.0
         if name not in opt.regularizers:
@@ -750,6 +751,12 @@ class ReferenceRunner(Runner):
         """Whether a part of `no_decay_names` matches the name the framework's filter sees."""
         seen, regex = self._filter_name(name), self.sem.decay_filter_regex
         return any(re.search(part, seen) if regex else part in seen for part in self.opt.no_decay_names)
+
+    def _excluded_by_ndim(self, name: str) -> bool:
+        """Whether the parameter has fewer dimensions than no_decay_ndim_below, as the framework's filter sees them
+        (ndim-filter-sees-flat: 1, each a flat view)."""
+        below = self.opt.no_decay_ndim_below
+        return below is not None and (1 if self.sem.ndim_filter_sees_flat else self.values_[name].ndim) < below
 
     def _filter_name(self, name: str) -> str:
         """The name a weight-decay name filter sees for a parameter: `layer.role` as torch's

@@ -75,6 +75,7 @@ class Semantics:
     unused_params_refused: bool = False         # a step after one that left a parameter without gradient raises
     sync_zero_fills_unreached: bool = False     # a synchronised backward gives each unreached trainable one zeros
     replica_grads_packed: bool = False          # replicas reduce the gradients they hold packed, added by position
+    ndim_filter_sees_flat: bool = False         # a filter on p.ndim sees every parameter as 1-D
     clip_norm_per_shard: bool = False           # global-norm clipping: each replica clips its piece of the flat
     #                                             gradient by that piece's own norm
 

@@ -210,6 +210,11 @@ class Optimizer(_Strict):
     """parts of names: a parameter is excluded from weight decay where its name, as the framework's own name
     filter sees it, contains one (torch groups from named_parameters(), paddle apply_decay_param_fun, MindSpore
     groups from Parameter.name, Keras exclude_from_weight_decay(var_names=...), an optax mask over the paths)"""
+    no_decay_ndim_below: Annotated[int, Field(ge=1, le=8)] | None = None
+    """a parameter with fewer dimensions than this, as the framework's parameter object gives them (p.ndim), is
+    excluded from weight decay: the users' filter `p.ndim < 2` that spares biases and norm scales (open_clip,
+    timm), written as each framework's own exclusion (torch groups, paddle's no-decay names, MindSpore groups,
+    Keras exclude_from_weight_decay(var_list=...))"""
     clip_global_norm: Positive | None = None
     """clip the gradients to this global L2 norm before the update"""
     clip_norm: Positive | None = None
@@ -225,6 +230,9 @@ class Optimizer(_Strict):
             raise ValueError("'no_clip' needs 'clip_global_norm' or 'clip_norm'")
         if self.no_decay_names and (self.no_decay or self.regularizers):
             raise ValueError("'no_decay_names' excludes by name alone: it cannot join 'no_decay' or 'regularizers'")
+        if self.no_decay_ndim_below is not None and (self.no_decay or self.regularizers or self.no_decay_names):
+            raise ValueError("'no_decay_ndim_below' excludes by dimensions alone: it cannot join 'no_decay', "
+                             "'no_decay_names' or 'regularizers'")
         return self
 
 
@@ -649,6 +657,7 @@ FEATURES = {"defaults": "settings left to the framework's defaults",
             "lr-schedule": "learning-rate changes between steps",
             "no-decay": "excluding parameters from weight decay",
             "no-decay-names": "excluding parameters from weight decay by a name filter",
+            "no-decay-ndim": "excluding parameters from weight decay by their number of dimensions",
             "clip-norm": "per-variable norm clipping",
             "no-clip": "excluding parameters from clipping",
             "init-default": "layers left to the framework's own initialization",
@@ -671,6 +680,7 @@ def features_of(case: Case) -> list[str]:
             "lr-schedule": any(s.lr is not None for s in case.steps),
             "no-decay": bool(case.optimizer.no_decay),
             "no-decay-names": bool(case.optimizer.no_decay_names),
+            "no-decay-ndim": case.optimizer.no_decay_ndim_below is not None,
             "clip-norm": case.optimizer.clip_norm is not None,
             "no-clip": bool(case.optimizer.no_clip),
             "init-default": any(layer.init == "default" for layer in case.model.layers.values()),

@@ -403,3 +403,11 @@ def test_replicas_on_different_layers_of_one_size_swap_gradients_by_position():
     assert np.array_equal(after["b.weight"].T[1], before["b.weight"].T[1])
     assert np.allclose(after["b.weight"].T[0], before["b.weight"].T[0] - 0.1 * mixed[0])  # lr 0.1
 
+
+@pytest.mark.parametrize("variants, decayed", [([], {"a.weight", "b.weight"}), (["ndim-filter-sees-flat"], set())])
+def test_an_ndim_filter_spares_the_biases_unless_the_engine_shows_every_parameter_flat(variants, decayed):
+    runner, x, t = _sharded_runner(variants)
+    runner.make_optimizer(ref.Optimizer(name="adamw", weight_decay=0.1, no_decay_ndim_below=2))
+    runner.forward_replicas([(["a", "b"], range(0, 4)), (["a", "b"], range(4, 8))], x, t, True, True)
+    runner.update()
+    assert {n for n, on in runner.decayed().items() if on} == decayed

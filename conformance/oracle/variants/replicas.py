@@ -61,6 +61,13 @@ DECLARED = [
         "adds nothing from that replica",
         replica_grads_packed=True, holds_only=DATA_PARALLEL),
     variant(
+        "ndim-filter-sees-flat",
+        "a sharded model's parameters are flat views of one flat parameter: a weight-decay filter on their number "
+        "of dimensions (p.ndim < 2, meant to spare biases and norm scales) sees every parameter as 1-D and "
+        "excludes them all from decay",
+        "the filter sees each parameter's own shape: a weight matrix is 2-D and keeps its decay",
+        ndim_filter_sees_flat=True, holds_only=DATA_PARALLEL),
+    variant(
         "clip-norm-per-shard",
         "global-norm clipping of a sharded model clips each replica's shard of the gradient by that shard's own "
         "norm (the model's parameters flattened into one vector and cut into one equal piece per replica): each "

@@ -168,7 +168,7 @@ def msrun_scheduler() -> bool:
 class MindSporeRunner(Runner):
     framework = "mindspore"
     offers = OFFERS
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names", "no-decay-ndim",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
                           "no-sync", "sync-batchnorm"})
@@ -286,13 +286,17 @@ class MindSporeRunner(Runner):
             params = [self.params[n] for n in optimizer.params]
         params = list(params)
         self.opt_spec = optimizer
-        if optimizer.regularizers or optimizer.no_decay or optimizer.no_decay_names:  # MindSpore's parameter groups
+        below = optimizer.no_decay_ndim_below
+        # MindSpore's parameter groups
+        if optimizer.regularizers or optimizer.no_decay or optimizer.no_decay_names or below is not None:
             # no_decay: a group with weight_decay 0.0; per-parameter coefficients: a group each; the
             # rest: a group without its own weight_decay (the optimizer's applies). no_decay_names: the
             # user's filter on Parameter.name, as MindSpore's group examples filter by name
             def own(p):
                 name = self.names.get(id(p))
                 if name in optimizer.no_decay or any(part in p.name for part in optimizer.no_decay_names):
+                    return 0.0
+                if below is not None and p.ndim < below:  # the users' `p.ndim < 2`
                     return 0.0
                 return optimizer.regularizers.get(name)
             groups = [{"params": [p for p in params if own(p) is None]}]

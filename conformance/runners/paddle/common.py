@@ -34,7 +34,7 @@ class PaddleBase(Runner):
     framework = "paddle"
     offers = OFFERS
     # listed by name: a feature the engine adds later stays unsupported until the adapter expresses it
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names", "no-decay-ndim",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
                           "no-sync", "sync-batchnorm"})

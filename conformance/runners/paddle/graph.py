@@ -366,6 +366,9 @@ class StaticRunner(PaddleBase):
                 else:
                     chosen = [params[self._var(n)] for n in self.optimizer.params if self._var(n) in params]
                 no_decay = {self._var(n) for n in self.optimizer.no_decay}
+                below = self.optimizer.no_decay_ndim_below
+                if below is not None:  # the users' `p.ndim < 2`, over the program's parameters
+                    no_decay |= {name for name, p in params.items() if len(p.shape) < below}
                 if (no_decay or self.optimizer.no_decay_names) and self.optimizer.name != "adamw":
                     raise Unsupported("minimize() in a static Program takes no parameter groups (its backward "
                                       "rejects a list of dicts): no per-group weight_decay")

@@ -92,6 +92,8 @@ class PaddleRunner(ToStatic, HapiTrainer, PaddleBase):
         if optimizer.no_decay_names and optimizer.name != "adamw":  # groups: the user filters named_parameters()
             no_decay |= {p.name for n, p in self.net.named_parameters()
                          if any(part in n for part in optimizer.no_decay_names)}
+        if optimizer.no_decay_ndim_below is not None:  # the users' `p.ndim < 2`, over named_parameters()
+            no_decay |= {p.name for p in self.net.parameters() if p.ndim < optimizer.no_decay_ndim_below}
         self.opt = new_optimizer(optimizer, params, no_decay)
 
     def optimizer_params(self):

@@ -169,7 +169,7 @@ class TensorFlowRunner(KerasTrainer, Runner):
     parallelism = InProcess(grads_readable=False, nodes=RankGroup(launch=launch_workers))
     fuses_update = True  # graph mode: the loop's step applies its gradients (forward)
     # no-clip: Keras has none, and make_optimizer says so for the case
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names", "no-decay-ndim",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch", "sync-batchnorm"})
 
@@ -394,9 +394,13 @@ class TensorFlowRunner(KerasTrainer, Runner):
             betas = ("default", "default") if optimizer.betas == "default" else optimizer.betas
             make = keras.optimizers.Adam if optimizer.name == "adam" else keras.optimizers.AdamW
             self.opt = make(**given(beta_1=betas[0], beta_2=betas[1], epsilon=optimizer.eps), **kw)
-        if optimizer.no_decay:
-            # Keras' own exclusion list, set before the optimizer is built (its first update)
-            self.opt.exclude_from_weight_decay(var_list=[self.variables[n] for n in optimizer.no_decay])
+        if optimizer.no_decay or optimizer.no_decay_ndim_below is not None:
+            # Keras' own exclusion list, set before the optimizer is built (its first update); by dimensions: the
+            # users' `len(v.shape) < 2`
+            below = optimizer.no_decay_ndim_below
+            listed = [v for n, v in self.variables.items()
+                      if n in optimizer.no_decay or (below is not None and len(v.shape) < below)]
+            self.opt.exclude_from_weight_decay(var_list=listed)
         if optimizer.no_decay_names:  # the same call by names: Keras matches them against each variable's name
             self.opt.exclude_from_weight_decay(var_names=list(optimizer.no_decay_names))
         self.opt_spec, self.built_with = optimizer, None

@@ -61,7 +61,7 @@ def torchrun(world: int, script: str, nodes: int = 1, node: int = 0, master: str
 class TorchRunner(Runner):
     framework = "torch"
     offers = OFFERS
-    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names",
+    features = frozenset({"defaults", "layernorm", "freeze-steps", "lr-schedule", "no-decay", "no-decay-names", "no-decay-ndim",
                           "init-default", "per-sample-loss", "clip-norm", "no-clip", "embedding", "conv2d",
                           "dropout", "cross-entropy", "positional-args", "data-parallel", "touch",
                           "no-sync", "sync-batchnorm"})
@@ -236,6 +236,8 @@ class TorchRunner(Runner):
         # the parameters excluded from decay (torch's way), the rest with the optimizer's settings
         # no_decay_names: the user's filter over named_parameters(), as HF's `no_decay = ["bias", ...]` is written
         by_name = {id(p) for n, p in self.net.named_parameters() if any(s in n for s in optimizer.no_decay_names)}
+        if optimizer.no_decay_ndim_below is not None:  # open_clip's and timm's `p.ndim < 2`
+            by_name |= {id(p) for p in self.net.parameters() if p.ndim < optimizer.no_decay_ndim_below}
 
         def own_decay(p):
             name = self.names.get(id(p))
