@@ -21,7 +21,9 @@ import os
 import re
 import signal
 import stat
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..kernel.files import write_atomic
 from ..kernel.lines import one_line, printable, say
-from ..kernel.processes import TAG, Unread, contain, die_with, end_strays, tag_run
+from ..kernel.processes import TAG, Unread, contain, die_with, die_with_parent, end_strays, tag_run
 from ..spec.safe_yaml import SpecError, load_yaml, validate
 from . import AuditReport, DEFAULT_STEPS, formats, report
 from .findings import Finding, explain, replica_findings, step_problem
@@ -242,13 +244,17 @@ def run_child(target: str, framework: str, steps: int, timeout: float, on_step=N
 
 
 def run_replicas(target: str, framework: str, steps: int, timeout: float, replicas: int, rank_env,
-                 on_step=None) -> list[tuple]:
+                 on_step=None, scheduler=None) -> tuple[list[tuple], Optional[str]]:
     """Each of `replicas` ranks runs the target as run_child runs it, with the variables the room's launcher would
     give it (rank_env(rank, world, port)), all at once; the first rank that fails stops the others. Per rank:
-    (inventory, observed steps, (status, error line) or None, each step's {name: digest})."""
+    (inventory, observed steps, (status, error line) or None, each step's {name: digest}); and why the room's
+    `scheduler` (world, port) -> (python code, variables), the process the ranks meet at, ended before them, if it did."""
     from ..runners.base import free_port
     port, stop, out = free_port(), threading.Event(), [None] * replicas
     tag = tag_run()
+    meeting, meeting_failed = None, []
+    if scheduler is not None:
+        meeting, watch = _start_scheduler(scheduler, replicas, port, stop, meeting_failed)
 
     def rank(r: int) -> None:
         values: list = []
@@ -268,9 +274,43 @@ def run_replicas(target: str, framework: str, steps: int, timeout: float, replic
             thread.join()
     finally:
         stop.set()
+        if meeting is not None:
+            _end(meeting)
+            watch.join(5)
         end_strays(tag)
         os.environ.pop(TAG, None)
-    return out
+    return out, (meeting_failed or [None])[0]
+
+
+def _start_scheduler(scheduler, world: int, port: int, stop: threading.Event, failed: list):
+    """The process the ranks meet at that is no rank of its own (msrun's scheduler), started as its launcher starts
+    it; a thread watches it: ending before the ranks are done, it stops them, and `failed` gets why in one line."""
+    code, variables = scheduler(world, port)
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **variables}, stdin=subprocess.DEVNULL,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
+
+    def watch():
+        status = process.wait()
+        if status != 0 and not stop.is_set():  # 0: the ranks left it, ending on their own
+            log.seek(0)
+            lines = [line for line in log.read()[-20_000:].decode(errors="replace").splitlines() if line.strip()]
+            how = f"signal {signal.Signals(-status).name}" if status < 0 else f"exit status {status}"
+            failed.append(f"the scheduler the ranks meet at ended ({how}) before them"
+                          + (f": {printable(lines[-1].strip())[:300]}" if lines else ""))
+            stop.set()
+        log.close()
+    thread = threading.Thread(target=watch, name="scheduler", daemon=True)
+    thread.start()
+    return process, thread
+
+
+def _end(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    process.wait(5)
 
 
 def first_rank_failure(ranks: list[tuple]) -> Optional[tuple[int, str]]:
@@ -409,16 +449,18 @@ def cmd_audit(args) -> int:
     except SpecError as exc:
         print(printable(f"error: {exc}"), file=sys.stderr)
         return BAD_INPUT
-    replicas, rank_env = getattr(args, "replicas", 1), None
+    replicas, rank_env, scheduler = getattr(args, "replicas", 1), None, None
     if not 1 <= replicas <= 64:
         print(f"error: --replicas {replicas}: expected 1 to 64", file=sys.stderr)
         return BAD_INPUT
     if replicas > 1:
         from ..runners import room
         rank_env = getattr(room(args.framework), "AUDIT_RANK_ENV", None)
+        scheduler = getattr(room(args.framework), "AUDIT_SCHEDULER", None)
         if rank_env is None:
-            print(f"error: --replicas {replicas}: the {args.framework} room starts no audited ranks yet (torch and "
-                  f"paddle do)", file=sys.stderr)
+            starting = [f for f in ROOMS if getattr(room(f), "AUDIT_RANK_ENV", None)]
+            print(f"error: --replicas {replicas}: the {args.framework} room starts no audited ranks yet "
+                  f"({', '.join(starting)} do)", file=sys.stderr)
             return BAD_INPUT
     outs = [Out(Path(getattr(args, option)), option) for option in FORMATS if getattr(args, option, None)]
     for out in outs:
@@ -444,9 +486,10 @@ def cmd_audit(args) -> int:
         inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress)
         ranks = []
     else:
-        ranks = run_replicas(args.target, args.framework, args.steps, args.timeout, replicas, rank_env, progress)
+        ranks, scheduler_failed = run_replicas(args.target, args.framework, args.steps, args.timeout, replicas,
+                                               rank_env, progress, scheduler)
         inventory, observed = ranks[0][0], ranks[0][1]
-        failure = first_rank_failure(ranks)
+        failure = (STEP_FAILED, scheduler_failed) if scheduler_failed else first_rank_failure(ranks)
     if failure is None:
         problem = step_problem(observed)
         failure = (STEP_FAILED, problem) if problem else None
@@ -480,7 +523,7 @@ def add_parser(sub) -> None:
     p.add_argument("--allow", help="YAML: allow: [{kind, subject (a glob), reason}]; findings it covers do not fail")
     p.add_argument("--replicas", type=int, default=1,
                    help="run FUNC in this many ranks at once, with the variables the framework's launcher gives each "
-                        "(torch: torchrun's; paddle: paddle.distributed.launch's), and report what the replicas disagree on "
+                        "(torch: torchrun's; paddle: paddle.distributed.launch's; mindspore: msrun's, its scheduler too), and report what the replicas disagree on "
                         "(default 1)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds for loading FUNC and for each step (default {DEFAULT_TIMEOUT:g})")

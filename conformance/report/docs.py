@@ -239,7 +239,11 @@ def audit_md() -> str:
            "Under data parallelism, `--replicas N` runs FUNC in N ranks at once, each with the variables the "
            "framework's launcher gives it (the rooms with `AUDIT_RANK_ENV`: "
            + (", ".join(f for f in ROOMS if getattr(room(f), "AUDIT_RANK_ENV", None)) or "none") +
-           "), so the user's own code joins the process group and wraps the model as under the launcher; the "
+           "), so the user's own code joins the process group and wraps the model as under the launcher. Where "
+           "the launcher also starts a process the ranks meet at that is no rank (msrun's scheduler; the rooms with "
+           "`AUDIT_SCHEDULER`: "
+           + (", ".join(f for f in ROOMS if getattr(room(f), "AUDIT_SCHEDULER", None)) or "none") +
+           "), the audit starts it too, and one that ends before the ranks stops them and is the error. The "
            "audit compares the ranks' values after each step (`replicas-disagree`, `replica-statistics-differ`), "
            "adds what another rank finds that rank 0 does not, and names the first rank that failed.\n\n",
            _table(["kind", "what", "explained by"],

@@ -4,6 +4,7 @@ would be needed). The rooms' tests run the probes on real models (runners/<fw>/t
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -284,6 +285,23 @@ def test_the_first_rank_that_failed_on_its_own_is_the_audits_error():
     assert first_rank_failure([stopped, failed]) == (3, "rank 1: step 2 of 3 raised RuntimeError: boom")
     assert first_rank_failure([stopped, stopped])[1].startswith("rank 0: stopped")
     assert first_rank_failure([(None, [], None, []), (None, [], None, [])]) is None
+
+
+def test_a_scheduler_that_ends_before_the_ranks_stops_them_and_is_the_error(tmp_path):
+    """The process the ranks meet at (msrun's scheduler) ending first: every rank stops, none is blamed, and what the
+    scheduler printed last says why; one that ends with status 0 (its ranks left it) is no failure."""
+    from conformance.auditor.cli import first_rank_failure, run_replicas
+    (tmp_path / "user.py").write_text("import time\n\ndef build():\n    time.sleep(60)\n")
+    dying = lambda world, port: (f"import sys; print('no cluster of {world} at', {port}); sys.exit(5)", {})
+    started = time.monotonic()
+    ranks, why = run_replicas(f"{tmp_path / 'user.py'}:build", "torch", 3, 60.0, 2, lambda r, w, p: {}, None, dying)
+    assert time.monotonic() - started < 30
+    assert why.startswith("the scheduler the ranks meet at ended (exit status 5) before them: no cluster of 2 at")
+    assert all("another rank failed" in failure[1] for _, _, failure, _ in ranks)
+    (tmp_path / "user.py").write_text("def build():\n    return {}\n")
+    leaving = lambda world, port: ("pass", {})
+    ranks, why = run_replicas(f"{tmp_path / 'user.py'}:build", "torch", 3, 60.0, 2, lambda r, w, p: {}, None, leaving)
+    assert why is None and "returned a dict without" in first_rank_failure(ranks)[1]
 
 
 @pytest.mark.parametrize("args, says", [

@@ -159,3 +159,14 @@ def test_a_model_or_optimizer_of_another_kind_is_refused_with_status_2(tmp_path,
     assert done.returncode == 2, done.stdout + done.stderr
     assert says in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_replicas_the_audit_compares_the_workers_of_data_parallel(tmp_path):
+    """examples/audit/mindspore/data_parallel_replicas.py under `--replicas 2`: each worker with msrun's variables and
+    a scheduler as msrun starts one. DATA_PARALLEL keeps the parameters equal, and each worker's BatchNorm statistics
+    are its own."""
+    done = _audit(tmp_path, str(EXAMPLES_DIR / "mindspore" / "data_parallel_replicas.py") + ":build", "--replicas", "2")
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert done.returncode == 1 and doc["error"] is None and doc["steps_done"] == 3, done.stderr
+    assert {(f["kind"], f["subject"]) for f in doc["findings"]} == {
+        ("replica-statistics-differ", "norm.moving_mean"), ("replica-statistics-differ", "norm.moving_variance")}
