@@ -105,7 +105,12 @@ def _load_target(file: str, func: str) -> dict:
     return built
 
 
-def _child(conn, file: str, func: str, framework: str, steps: int, parent: int, rank_env: dict | None = None) -> None:
+def _digest(value) -> str:
+    return hashlib.sha256(value.tobytes()).hexdigest()[:32]
+
+
+def _child(conn, file: str, func: str, framework: str, steps: int, parent: int, rank_env: dict | None = None,
+           in_process: int = 0) -> None:
     os.setsid()
     die_with(parent)
     os.environ.update(rank_env or {})  # a rank of --replicas: its launcher's variables, before the user's code runs
@@ -114,6 +119,14 @@ def _child(conn, file: str, func: str, framework: str, steps: int, parent: int, 
     import faulthandler
     faulthandler.enable()
     from . import probe_class
+    if in_process:  # the room's replicas in this process, made before the user's code runs
+        from ..runners import room
+        try:
+            room(framework).AUDIT_IN_PROCESS(in_process)
+        except Exception as exc:
+            _send(conn, "bad-input", f"--replicas {in_process}: {framework} could not make its replicas in the "
+                                     f"audited process: {one_line(exc)}")
+            return
     try:
         built = _load_target(file, func)
         probe = probe_class(framework)(built["model"], built["optimizer"])
@@ -138,8 +151,13 @@ def _child(conn, file: str, func: str, framework: str, steps: int, parent: int, 
             return
         _send(conn, "step", obs.model_dump())
         if rank_env is not None:  # what the replicas hold after the step, compared across them by the parent
-            _send(conn, "values", index, {name: hashlib.sha256(value.tobytes()).hexdigest()[:32]
-                                          for name, value in probe.values()})
+            _send(conn, "values", index, {name: _digest(value) for name, value in probe.values()})
+        if in_process:  # each replica's own copies, compared by the parent as the ranks' values are
+            per_replica = [{} for _ in range(in_process)]
+            for name, parts in probe.replica_values(in_process):
+                for copies, part in zip(per_replica, parts):
+                    copies[name] = _digest(part)
+            _send(conn, "replica-values", index, per_replica)
     probe.uninstall()
     _send(conn, "done")
 
@@ -178,10 +196,12 @@ def _receive(conn, process, timeout: float, what: str, stop: threading.Event | N
 
 
 def run_child(target: str, framework: str, steps: int, timeout: float, on_step=None, rank_env: dict | None = None,
-              values: list | None = None, stop: threading.Event | None = None,
+              values: list | None = None, stop: threading.Event | None = None, in_process: int = 0,
               ) -> tuple[Optional[Inventory], list[StepObservation], Optional[tuple[int, str]]]:
     """(inventory, observed steps, (status, error line) or None) of the target run in a child. A rank of
-    --replicas: `rank_env` its launcher's variables, `values` gets each step's {name: digest}, `stop` set ends it."""
+    --replicas: `rank_env` its launcher's variables, `values` gets each step's {name: digest}, `stop` set ends it.
+    `in_process` replicas of a room that keeps them in one process: `values` gets each step's [{name: digest}], one
+    per replica."""
     match = TARGET.fullmatch(target)
     if not match:
         return None, [], (BAD_INPUT, f"target {target!r} is not FILE.py:FUNC")
@@ -191,8 +211,8 @@ def run_child(target: str, framework: str, steps: int, timeout: float, on_step=N
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
     tag = None if rank_env is not None else tag_run()  # the ranks of --replicas: run_replicas tags them once
-    process = ctx.Process(target=_child, args=(sender, file, func, framework, steps, os.getpid(), rank_env),
-                          daemon=True)
+    process = ctx.Process(target=_child, args=(sender, file, func, framework, steps, os.getpid(), rank_env,
+                                               in_process), daemon=True)
     inventory, observed = None, []
     try:
         process.start()
@@ -219,6 +239,13 @@ def run_child(target: str, framework: str, steps: int, timeout: float, on_step=N
                 if int(rest[0]) != len(values) or not isinstance(rest[1], dict) or len(rest[1]) > 100_000 or not all(
                         isinstance(k, str) and isinstance(v, str) for k, v in rest[1].items()):
                     raise _Stop(STEP_FAILED, "the audited process sent values out of turn, or not names and digests")
+                values.append(rest[1])
+            elif kind == "replica-values" and values is not None and in_process:
+                if int(rest[0]) != len(values) or not isinstance(rest[1], list) or len(rest[1]) != in_process or not all(
+                        isinstance(d, dict) and len(d) <= 100_000 and all(
+                            isinstance(k, str) and isinstance(v, str) for k, v in d.items()) for d in rest[1]):
+                    raise _Stop(STEP_FAILED, "the audited process sent replica values out of turn, or not one "
+                                             "{name: digest} per replica")
                 values.append(rest[1])
             elif kind == "done":
                 if inventory is None or len(observed) != steps:  # what a forged or confused child may say
@@ -449,17 +476,19 @@ def cmd_audit(args) -> int:
     except SpecError as exc:
         print(printable(f"error: {exc}"), file=sys.stderr)
         return BAD_INPUT
-    replicas, rank_env, scheduler = getattr(args, "replicas", 1), None, None
+    replicas, rank_env, scheduler, in_process = getattr(args, "replicas", 1), None, None, 0
     if not 1 <= replicas <= 64:
         print(f"error: --replicas {replicas}: expected 1 to 64", file=sys.stderr)
         return BAD_INPUT
     if replicas > 1:
         from ..runners import room
-        rank_env = getattr(room(args.framework), "AUDIT_RANK_ENV", None)
-        scheduler = getattr(room(args.framework), "AUDIT_SCHEDULER", None)
-        if rank_env is None:
-            starting = [f for f in ROOMS if getattr(room(f), "AUDIT_RANK_ENV", None)]
-            print(f"error: --replicas {replicas}: the {args.framework} room starts no audited ranks yet "
+        declared = room(args.framework)
+        rank_env, scheduler = getattr(declared, "AUDIT_RANK_ENV", None), getattr(declared, "AUDIT_SCHEDULER", None)
+        in_process = replicas if getattr(declared, "AUDIT_IN_PROCESS", None) else 0
+        if rank_env is None and not in_process:
+            starting = [f for f in ROOMS if getattr(room(f), "AUDIT_RANK_ENV", None) or
+                        getattr(room(f), "AUDIT_IN_PROCESS", None)]
+            print(f"error: --replicas {replicas}: the {args.framework} room starts no audited replicas yet "
                   f"({', '.join(starting)} do)", file=sys.stderr)
             return BAD_INPUT
     outs = [Out(Path(getattr(args, option)), option) for option in FORMATS if getattr(args, option, None)]
@@ -483,8 +512,11 @@ def cmd_audit(args) -> int:
                     + (f", {replicas} replicas" if replicas > 1 else "")), file=sys.stderr)
     contain()  # what the audited step starts ends with the audit, even after a SIGKILL, where a cgroup can be made
     if rank_env is None:
-        inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress)
-        ranks = []
+        values: list = []
+        inventory, observed, failure = run_child(args.target, args.framework, args.steps, args.timeout, progress,
+                                                 values=values, in_process=in_process)
+        # replicas in one process: each is a "rank" that observed what the process did, holding its own copies
+        ranks = [(inventory, observed, failure, [step[r] for step in values]) for r in range(in_process)]
     else:
         ranks, scheduler_failed = run_replicas(args.target, args.framework, args.steps, args.timeout, replicas,
                                                rank_env, progress, scheduler)
@@ -523,7 +555,7 @@ def add_parser(sub) -> None:
     p.add_argument("--allow", help="YAML: allow: [{kind, subject (a glob), reason}]; findings it covers do not fail")
     p.add_argument("--replicas", type=int, default=1,
                    help="run FUNC in this many ranks at once, with the variables the framework's launcher gives each "
-                        "(torch: torchrun's; paddle: paddle.distributed.launch's; mindspore: msrun's, its scheduler too), and report what the replicas disagree on "
+                        "(torch: torchrun's; paddle: paddle.distributed.launch's; mindspore: msrun's, its scheduler too; tensorflow: N logical CPU devices in one process for a MirroredStrategy), and report what the replicas disagree on "
                         "(default 1)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds for loading FUNC and for each step (default {DEFAULT_TIMEOUT:g})")

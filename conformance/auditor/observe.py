@@ -108,6 +108,11 @@ class Probe(ABC):
         """(name, a copy of its value) for every parameter and statistic of the inventory, one at a
         time: the audit keeps one copy of the model's values, and compares the next read as it goes."""
 
+    def replica_values(self, replicas: int) -> Iterator[tuple[str, list[np.ndarray]]]:
+        """(name, each replica's own copy of its value) under a strategy that keeps `replicas` copies in this process
+        (the rooms with AUDIT_IN_PROCESS); a value kept once is every replica's."""
+        raise NotImplementedError(f"{type(self).__name__} reads no replicas in one process")
+
     @abstractmethod
     def install(self) -> None:
         """Hook the optimizer's update so that each call records the gradients it receives and the

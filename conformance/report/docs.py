@@ -243,7 +243,12 @@ def audit_md() -> str:
            "the launcher also starts a process the ranks meet at that is no rank (msrun's scheduler; the rooms with "
            "`AUDIT_SCHEDULER`: "
            + (", ".join(f for f in ROOMS if getattr(room(f), "AUDIT_SCHEDULER", None)) or "none") +
-           "), the audit starts it too, and one that ends before the ranks stops them and is the error. The "
+           "), the audit starts it too, and one that ends before the ranks stops them and is the error. A room "
+           "whose strategy keeps every replica in one process (the rooms with `AUDIT_IN_PROCESS`: "
+           + (", ".join(f for f in ROOMS if getattr(room(f), "AUDIT_IN_PROCESS", None)) or "none") +
+           "; TensorFlow's MirroredStrategy) gets N devices in the audited process before FUNC runs, for the "
+           "strategy FUNC makes over them; each replica's own copy of a variable is then compared, and each "
+           "replica's update is counted. The "
            "audit compares the ranks' values after each step (`replicas-disagree`, `replica-statistics-differ`), "
            "adds what another rank finds that rank 0 does not, and names the first rank that failed.\n\n",
            _table(["kind", "what", "explained by"],

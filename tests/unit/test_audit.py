@@ -306,10 +306,22 @@ def test_a_scheduler_that_ends_before_the_ranks_stops_them_and_is_the_error(tmp_
 
 @pytest.mark.parametrize("args, says", [
     (["--replicas", "0"], "--replicas 0: expected 1 to 64"),
-    (["--framework", "jax", "--replicas", "2"], "the jax room starts no audited ranks yet"),
+    (["--framework", "jax", "--replicas", "2"], "the jax room starts no audited replicas yet (torch, paddle, "
+                                                "mindspore, tensorflow do)"),
 ])
 def test_replicas_the_audit_cannot_start_are_one_line(tmp_path, args, says):
     (tmp_path / "user.py").write_text("def build():\n    return {}\n")
     framework = [] if "--framework" in args else ["--framework", "torch"]
     done = audit("user.py:build", *framework, *args, cwd=tmp_path)
     assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_replicas_a_room_cannot_make_in_its_process_are_one_line(tmp_path):
+    """TensorFlow keeps its replicas in the audited process, made there before the user's code runs: without
+    TensorFlow installed (this env) that fails in one line, before FUNC is loaded."""
+    (tmp_path / "user.py").write_text("raise SystemExit('FUNC was loaded')\n\ndef build():\n    return {}\n")
+    done = audit("user.py:build", "--framework", "tensorflow", "--replicas", "2", cwd=tmp_path)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 2 and len(errors) == 1 and "FUNC was loaded" not in done.stderr, done.stderr
+    assert errors[0].startswith("error: --replicas 2: tensorflow could not make its replicas in the audited process: "
+                                "ModuleNotFoundError: No module named 'tensorflow'")

@@ -309,6 +309,14 @@ class KerasProbe(Probe):
         for name, (variable, _) in self._variables.items():
             yield name, np.array(variable.numpy(), copy=True)
 
+    def replica_values(self, replicas: int):
+        """A distributed variable's component on each replica (MirroredStrategy's per-device copies: a statistic each
+        replica updated with its own rows differs there, while the variable reads as one of them, or their mean)."""
+        for name, (variable, _) in self._variables.items():
+            backing = variable if KERAS2 or not isinstance(variable, keras.Variable) else variable.value
+            parts = backing.values if isinstance(backing, tf.distribute.DistributedValues) else (backing,) * replicas
+            yield name, [np.array(part.numpy(), copy=True) for part in parts]
+
     def _name_of(self, variable):
         return self._by_key.get(id(variable))
 

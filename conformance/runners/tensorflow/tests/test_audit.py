@@ -247,3 +247,16 @@ def test_a_model_or_optimizer_of_another_kind_is_refused_with_exit_2(tmp_path, b
     assert done.returncode == 2, done.stdout + done.stderr
     assert says in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_replicas_the_audit_compares_each_replicas_copies_under_a_mirrored_strategy(tmp_path):
+    """examples/audit/tensorflow/mirrored_replicas.py under `--replicas 2`: two logical CPU devices in the audited
+    process, a MirroredStrategy over them, fit. The weights' copies stay equal; each replica's copy of the moving
+    statistics is its own, and each replica's update is counted."""
+    done = run_cli("tensorflow", tmp_path, str(EXAMPLES_DIR / "tensorflow" / "mirrored_replicas.py") + ":build",
+                   "--replicas", "2")
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert done.returncode == 1 and doc["error"] is None and doc["steps_done"] == 3, done.stderr
+    assert {(f["kind"], f["subject"]) for f in doc["findings"]} == {
+        ("replica-statistics-differ", "layers[1].moving_mean"), ("replica-statistics-differ", "layers[1].moving_variance")}
+    assert all(f"step {n}/3: " in done.stderr for n in (1, 2, 3)) and done.stderr.count(", 2 update(s)") == 3
