@@ -197,6 +197,7 @@ class MindSporeRunner(Runner):
 
     # ------------------------------------------------------------ model
     def build(self, model: Model, values):
+        ms.set_seed(0)  # each case draws the same dropout masks and initial weights in every run, as in the other rooms
         self.model = model
         images = layer_kinds.image_batchnorms(model)
 
