@@ -21,9 +21,9 @@ def AUDIT_RANK_ENV(rank: int, world: int, port: int) -> dict[str, str]:
 def AUDIT_SCHEDULER(world: int, port: int) -> tuple[str, dict[str, str]]:
     """msrun also starts a scheduler, no rank, whose init() serves the workers until they leave (msrun runs the
     user's script in that role; its init() never returns there): `audit --replicas N` starts init() alone so."""
-    return ("from mindspore.communication import init; init()",
-            {"MS_WORKER_NUM": str(world), "MS_SCHED_HOST": "127.0.0.1", "MS_SCHED_PORT": str(port),
-             "MS_ROLE": "MS_SCHED", "RANK_ID": "0", "RANK_SIZE": str(world)})
+    worker = AUDIT_RANK_ENV(0, world, port)
+    worker.pop("MS_NODE_ID")  # msrun names no node for its scheduler
+    return "from mindspore.communication import init; init()", {**worker, "MS_ROLE": "MS_SCHED"}
 
 
 OFFERS = Offers(devices=("cpu", "cuda", "ascend"),
