@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from ..kernel.lines import one_line
 from ..oracle.known import KnownVariant
 from ..oracle.reference import ReferenceRunner
+from ..oracle.variants import VARIANTS
 from ..results import CaseRecord, CheckRecord, Explanation, VariantRecord
 from ..runners.base import Runner, Unsupported
 from ..spec import Case, Instance
@@ -61,17 +62,22 @@ def explain(instance: Instance, obs: Observation, ref: Observation, profile: lis
     reproduces every checked observation of `obs`: (the variants it needed, None), found by dropping,
     one at a time, each variant whose removal keeps the match, so every one named is needed. Otherwise: ([], the first check it does not explain).
     All its oracle runs together get `limit` seconds, the case's own limit. Without `ablate`, only
-    whether the whole profile reproduces `obs` is asked (and all of it is returned)."""
-    def miss(variants) -> str | None:
-        model = observe_safely(ReferenceRunner(variants=[v.variant for v in variants]), instance.case)
+    whether the whole profile reproduces `obs` is asked (and all of it is returned).
+    A variant none of whose points the oracle read under the variants still needed is dropped without a run:
+    the oracle without it would take the same path, so it is not needed."""
+    def miss(variants) -> tuple[str | None, set[str]]:
+        """(the first check the oracle under these variants does not explain, or None; the points it read)"""
+        oracle = ReferenceRunner(variants=[v.variant for v in variants])
+        model = observe_safely(oracle, instance.case)
         if model[0] != "ok":
-            return f"the variant oracle failed: {model[1]}"
+            return f"the variant oracle failed: {model[1]}", oracle.sem.read
         check = unexplained(instance, obs, model[1], ref)
-        return None if check is None else f"{check.check}: observed {check.observed}, variant oracle expects otherwise"
+        return (None if check is None else f"{check.check}: observed {check.observed}, variant oracle expects "
+                f"otherwise"), oracle.sem.read
 
     try:
         with time_limit(limit):
-            first = miss(profile)
+            first, read = miss(profile)
             if first is not None:
                 return [], first
             needed = list(profile)
@@ -79,8 +85,12 @@ def explain(instance: Instance, obs: Observation, ref: Observation, profile: lis
                 return needed, None
             for variant in list(needed):
                 trial = [v for v in needed if v is not variant]
-                if miss(trial) is None:
+                if not read & VARIANTS[variant.variant].changes.keys():
                     needed = trial
+                    continue
+                missed, trial_read = miss(trial)
+                if missed is None:
+                    needed, read = trial, trial_read
             return needed, None
     except TimeLimit:
         return [], f"the variant oracle timed out after {limit:g} s"

@@ -45,7 +45,7 @@ import numpy as np
 from ..runners.base import InProcess, Offers, Runner
 from ..spec import (FEATURES, OPTIMIZER_FIELDS, TORCH_IGNORE_INDEX, ClearMode, CrossEntropy, Model, Optimizer, defaults_of,
                     replica_loss_weights)
-from .semantics import REFERENCE, Semantics
+from .semantics import REFERENCE, Consulted, Semantics
 from .variants import semantics
 
 
@@ -279,7 +279,7 @@ class ReferenceRunner(Runner):
     def __init__(self, run=None, variants=(), **axes):
         super().__init__(run, **axes)
         self.variants = frozenset(variants)
-        self.sem = semantics(variants)
+        self.sem = Consulted(semantics(variants))  # the points this run reads: judge.explain skips what it did not
 
     @staticmethod
     def version() -> str:

@@ -110,3 +110,20 @@ def _value(values: dict, point: str, key):
 
 
 REFERENCE = Semantics()
+
+
+class Consulted:
+    """A Semantics that notes the name of each point read through it (`read`). A run of the oracle that read none of
+    a variant's points takes the same path, to the same observation, with that variant or without it."""
+
+    def __init__(self, semantics: Semantics):
+        self._semantics = semantics
+        self.read: set[str] = set()
+
+    def __getattr__(self, point):  # only for names not set in __init__: the points
+        if point.startswith("_"):  # copy and pickle look for their hooks before __init__ has run
+            raise AttributeError(point)
+        value = getattr(self._semantics, point)
+        self.read.add(point)
+        setattr(self, point, value)  # later reads find it here, at a plain attribute's cost
+        return value

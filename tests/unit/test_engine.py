@@ -454,3 +454,25 @@ def test_a_measured_rate_holds_within_its_sampling_error_and_a_bias_must_match()
     assert not _default_check("r", "drop.rate", 0.9, 0.1).held  # Dropout(0.1) read as the keep probability
     assert _default_check("b", "conv.bias", True, True).held and not _default_check("b", "conv.bias", False, True).held
     assert _default_check("p", "conv.padding", 0.0, 0).held and not _default_check("p", "conv.padding", 1.0, 0).held
+
+
+def test_explain_runs_the_oracle_only_for_variants_whose_points_it_read(monkeypatch):
+    """A variant none of whose points the oracle read is dropped without running the oracle; what explain names is
+    what trying every variant in turn names."""
+    from conformance.engine import judge
+    names = ["clear-default-zero-fills", "bn-running-var-biased", "padding-row-looks-up-zeros", "adam-epsilon-hat"]
+    instance = next(i for i in SPEC if i.id == "unused-param-grad[default]")
+    _, obs = judge.observe_safely(ReferenceRunner(variants=["clear-default-zero-fills"]), instance.case)
+    ref = judge.reference_of(instance.case, 30)
+    every = [known(n) for n in names]
+    needed = list(every)
+    for variant in every:  # the ablation without skipping: one oracle run per variant
+        trial = [v for v in needed if v is not variant]
+        _, model = judge.observe_safely(ReferenceRunner(variants=[v.variant for v in trial]), instance.case)
+        if judge.unexplained(instance, obs, model, ref) is None:
+            needed = trial
+    runs = []
+    monkeypatch.setattr(judge, "ReferenceRunner", lambda **kw: runs.append(kw) or ReferenceRunner(**kw))
+    named, miss = judge.explain(instance, obs, ref, every)
+    assert miss is None and [v.variant for v in named] == [v.variant for v in needed] == ["clear-default-zero-fills"]
+    assert 1 <= len(runs) < 1 + len(names)
