@@ -866,7 +866,7 @@ class ReferenceRunner(Runner):
         return role == "weight" and self.model.layers[layer].linear is not None
 
     def update(self):
-        opt, sem = self.opt, self.sem
+        sem = self.sem
         live = [n for n in self.opt_params if self.grads_[n] is not None
                 and not (sem.step_skips_frozen and n in self.frozen)]
         # replica-clip-before-combining: each replica's gradient was clipped before the replicas' were combined

@@ -12,7 +12,6 @@ import os
 os.environ.setdefault("GLOG_v", "3")  # MindSpore's C++ log: errors only
 import numpy as np  # noqa: E402
 import mindspore as ms  # noqa: E402
-from mindspore import nn  # noqa: E402
 
 ms.set_seed(0)
 

@@ -17,7 +17,6 @@ warnings.simplefilter("ignore")
 _null, _stderr = os.open(os.devnull, os.O_WRONLY), os.dup(2)
 os.dup2(_null, 2)  # TF 2.21 prints its oneDNN notice through absl at import, past TF_CPP_MIN_LOG_LEVEL
 try:
-    import numpy as np
     import tensorflow as tf
     import keras
 finally:
