@@ -163,7 +163,7 @@ def test_a_tox_ini_that_differs_is_named(old, new, complaint):
     ('"numpy": "1.26.4"}},\n', '"numpy": "2.0.0"}},\n',
      'env mindspore of mindspore/room.yaml has no entry {"python": "3.11", "req": {"mindspore": "", "numpy": "1.26.4"}}'),
     ('{"python": "3.12", "req": {"jax"', '{"python": "3.11", "req": {"jax"', "env jax of jax/room.yaml has no entry"),
-    ('        {"python": "3.11", "req": {"paddlepaddle": "2.6.2"}},\n', "", "env paddle26 of paddle/room.yaml has no entry"),
+    ('        {"python": "3.11", "req": {"paddlepaddle": "2.6.2", "setuptools": ""}},\n', "", "env paddle26 of paddle/room.yaml has no entry"),
     ('"accelerate": "", "numpy": ""', '"accelerate": ""',
      '{"python": "3.11", "req": {"accelerate": "", "pytorch-lightning": "", "torch": "2.13.0", "transformers": ""}} is no benchmarked env'),
 ])
