@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import results, session
-from .engine.judge import DEFAULT_TIMEOUT, explain, observe_safely
+from .engine.judge import DEFAULT_TIMEOUT, explain, observe_safely, remembered_oracle
 from .engine.ranks import GroupFailed, Nodes, Ranks, remove_logs
 from .engine.worker import WorkerFailed
 from .kernel.lines import say
@@ -245,13 +245,19 @@ def cmd_run(args) -> int:
 def _every_run(args) -> int:
     """--every-run: each run the framework's room offers on --device, one after the other, each to its
     own results file. A run that cannot start is said in one line and the others still run; the exit
-    status is the first failing run's (a stop signal ends them all)."""
+    status is the first failing run's (a stop signal ends them all). The runs share the oracle's
+    observations: each is computed once for all of them."""
     for axis in AXES:
         if axis.option and axis.name != "device" and getattr(args, axis.name) not in (None, axis.default):
             raise UsageError(f"--every-run takes no --{axis.name}: it runs every one its room offers")
     if args.out or args.resume or args.only_errors:
         raise UsageError("--every-run writes each run to its own default file: no --out, --resume or --only-errors")
     runs = offers(args.framework).every_run(args.framework, args.device)
+    with remembered_oracle():
+        return _each_run(args, runs)
+
+
+def _each_run(args, runs) -> int:
     status = 0
     for n, run in enumerate(runs, 1):
         say(f"== run {n} of {len(runs)}: {args.framework} {run.execution}")

@@ -56,6 +56,45 @@ def observe_safely(runner: Runner, case: Case) -> tuple[str, object]:
         return "error", one_line(exc)
 
 
+# The oracle's outcomes by (case, variants) while `remembered_oracle()` is in force; None outside it.
+_remembered: dict | None = None
+
+
+@contextmanager
+def remembered_oracle():
+    """Within the block, the oracle runs once per case and set of variants: it is a pure function of the two, and
+    --every-run judges the same instances in each of its runs, mostly under the same variants. Outside it (one
+    run, `repro`, tests that patch the oracle) every call runs the oracle."""
+    global _remembered
+    outer, _remembered = _remembered, {}
+    try:
+        yield
+    finally:
+        _remembered = outer
+
+
+def run_oracle(case: Case, variants=()) -> tuple[tuple[str, object], frozenset[str]]:
+    """observe_safely of the oracle under `variants`, and the points of the semantics that run read. A
+    remembered observation's arrays are read-only, so no caller can change what the next one gets."""
+    key = None if _remembered is None else (case.model_dump_json(), frozenset(variants))
+    if key is not None and key in _remembered:
+        return _remembered[key]
+    oracle = ReferenceRunner(variants=list(variants))
+    outcome = observe_safely(oracle, case)
+    answer = outcome, frozenset(oracle.sem.read)
+    if key is not None and outcome[0] == "ok":
+        _read_only(outcome[1])
+        _remembered[key] = answer
+    return answer
+
+
+def _read_only(obs: Observation) -> None:
+    for values in (obs.initial, *(d for s in obs.steps for d in (s.grads, s.values))):
+        for array in values.values():
+            if array is not None:
+                array.flags.writeable = False
+
+
 def explain(instance: Instance, obs: Observation, ref: Observation, profile: list[KnownVariant],
             limit: float = DEFAULT_TIMEOUT, ablate: bool = True) -> tuple[list[KnownVariant], str | None]:
     """Run the oracle under the profile's variants (`ref`: its observation without them). When it
@@ -67,13 +106,12 @@ def explain(instance: Instance, obs: Observation, ref: Observation, profile: lis
     the oracle without it would take the same path, so it is not needed."""
     def miss(variants) -> tuple[str | None, set[str]]:
         """(the first check the oracle under these variants does not explain, or None; the points it read)"""
-        oracle = ReferenceRunner(variants=[v.variant for v in variants])
-        model = observe_safely(oracle, instance.case)
+        model, read = run_oracle(instance.case, [v.variant for v in variants])
         if model[0] != "ok":
-            return f"the variant oracle failed: {model[1]}", oracle.sem.read
+            return f"the variant oracle failed: {model[1]}", read
         check = unexplained(instance, obs, model[1], ref)
         return (None if check is None else f"{check.check}: observed {check.observed}, variant oracle expects "
-                f"otherwise"), oracle.sem.read
+                f"otherwise"), read
 
     try:
         with time_limit(limit):
@@ -149,7 +187,7 @@ def reference_of(case: Case, limit: float) -> Observation | str:
     `limit` seconds (the case's own limit: a big case could otherwise run the oracle for minutes)."""
     try:
         with time_limit(limit):
-            kind, payload = observe_safely(ReferenceRunner(), case)
+            (kind, payload), _ = run_oracle(case)
     except TimeLimit:
         return f"reference oracle timed out after {limit:g} s"
     return payload if kind == "ok" else f"reference oracle failed: {payload}"

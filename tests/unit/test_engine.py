@@ -476,3 +476,28 @@ def test_explain_runs_the_oracle_only_for_variants_whose_points_it_read(monkeypa
     named, miss = judge.explain(instance, obs, ref, every)
     assert miss is None and [v.variant for v in named] == [v.variant for v in needed] == ["clear-default-zero-fills"]
     assert 1 <= len(runs) < 1 + len(names)
+
+
+def test_a_remembered_oracle_runs_once_per_case_and_variants_and_judges_alike(monkeypatch):
+    """Within remembered_oracle() a second judging of the same instances runs no oracle and gives the same records;
+    what it hands out is read-only, and outside the block every call runs the oracle again."""
+    from conformance.engine import judge
+    profile = [known("clear-default-zero-fills")]
+    instances = [i for i in SPEC if i.id.startswith("unused-param-grad")]
+    observed = {i.id: judge.observe_safely(ReferenceRunner(variants=["clear-default-zero-fills"]), i.case)
+                for i in instances}
+    alone = [judge.judge(i, observed[i.id], judge.reference_of(i.case, 30), profile, 0.0) for i in instances]
+    runs = []
+    monkeypatch.setattr(judge, "ReferenceRunner", lambda **kw: runs.append(kw) or ReferenceRunner(**kw))
+    with judge.remembered_oracle():
+        first = [judge.judge(i, observed[i.id], judge.reference_of(i.case, 30), profile, 0.0) for i in instances]
+        ran = len(runs)
+        again = [judge.judge(i, observed[i.id], judge.reference_of(i.case, 30), profile, 0.0) for i in instances]
+        assert len(runs) == ran > 0
+        (_, ref), _ = judge.run_oracle(instances[0].case)
+        with pytest.raises(ValueError, match="read-only"):
+            ref.initial[next(iter(ref.initial))][...] = 0
+    assert [r.model_dump() for r in first] == [r.model_dump() for r in again] == [r.model_dump() for r in alone]
+    assert {r.verdict for r in first} >= {"divergence"}
+    judge.reference_of(instances[0].case, 30)
+    assert len(runs) == ran + 1
