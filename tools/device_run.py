@@ -202,10 +202,15 @@ def main(argv=None) -> int:
 
 
 def _main(args) -> int:
-
     args.out.mkdir(parents=True, exist_ok=True)
-    log = Log(args.out / "device-run.log")
     scratch = Path(tempfile.mkdtemp(prefix="device-run-"))
+    try:
+        return _run_in(scratch, args, Log(args.out / "device-run.log"))
+    finally:  # whichever way it ends: what it packed is in args.out
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_in(scratch: Path, args, log) -> int:
     day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     stage = scratch / "stage"
     stage.mkdir()
@@ -264,7 +269,6 @@ def _main(args) -> int:
     shutil.copy(log.path, stage / "device-run.log")
     tarball = pack(stage, args.out)
     log(f"packed {tarball} ({tarball.stat().st_size >> 10} KiB): unpack into reports/machines/")
-    shutil.rmtree(scratch, ignore_errors=True)
     return 128 + STOPPED[0] if STOPPED else 1 if failed else 0
 
 

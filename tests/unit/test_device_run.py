@@ -3,6 +3,7 @@ import shutil
 import signal
 import sys
 import tarfile
+import tempfile
 import time
 
 import pytest
@@ -39,10 +40,13 @@ def test_the_budget_stops_what_still_runs_and_what_has_not_started(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has nvidia-smi")
-def test_cuda_without_a_gpu_runs_nothing_and_says_so(tmp_path, capsys):
-    assert device_run.main(["--out", str(tmp_path)]) == 3
+def test_cuda_without_a_gpu_runs_nothing_and_says_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert device_run.main(["--out", str(tmp_path / "out")]) == 3
     assert "no GPU: nvidia-smi sees none; nothing run" in capsys.readouterr().out
-    assert not (tmp_path / "results.tar.gz").exists()
+    assert not (tmp_path / "out" / "results.tar.gz").exists()
+    assert list((tmp_path / "tmp").iterdir()) == []  # its scratch folder goes, on this way out too
 
 
 @pytest.mark.parametrize("name", ["../..", "a/b", ".", "..", "/tmp/x", "a" * 65, ""])
