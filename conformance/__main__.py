@@ -21,10 +21,10 @@ from pathlib import Path
 
 from . import results, session
 from .engine.judge import DEFAULT_TIMEOUT, explain, observe_safely, remembered_oracle
-from .engine.ranks import GroupFailed, Nodes, Ranks, remove_logs
+from .engine.ranks import GroupFailed, Nodes, Ranks
 from .engine.worker import WorkerFailed
 from .kernel.lines import say
-from .kernel.processes import contain, end_strays, tag_run
+from .kernel.processes import contain, end_run, tag_run
 from .oracle.known import RUNNERS_DIR, load_known, profile
 from .run import AXES, Run
 from .runners import FRAMEWORKS, ROOMS, FrameworkMissing, Unavailable, adapter_path, offers
@@ -220,7 +220,7 @@ def _repro_in_ranks(launcher, path: str, run, instance):
     group of this process; its processes and logs end with it."""
     contain()
     tag = tag_run()
-    group = Ranks(launcher, path, run, tag)
+    group = Ranks(launcher, path, run)
     try:
         version, backend, _, _ = group.start()
         kind, observed = group.observe(instance.case, instance.case.timeout or DEFAULT_TIMEOUT)
@@ -228,8 +228,7 @@ def _repro_in_ranks(launcher, path: str, run, instance):
         kind, observed, version, backend = "error", f"the rank group did not start: {exc}", run.version, run.backend
     finally:
         group.close()
-        end_strays(tag)
-        remove_logs(tag)
+        end_run(tag)
     return kind, observed, run.replace(version=version, backend=backend or run.backend)
 
 

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Callable
 
 from . import results
-from .engine.ranks import Nodes, remove_logs, remove_orphaned_logs
+from .engine.ranks import Nodes
 from .engine.worker import Worker, WorkerFailed, run_isolated
 from .kernel import files
 from .kernel.lines import say
-from .kernel.processes import TAG, contain, end_strays, tag_run
+from .kernel.processes import contain, end_run, tag_run
 from .oracle.known import load_known, profile
 from .run import AXES, Run, takes
 from .runners import offers
@@ -88,7 +88,6 @@ def run(args, requested: Run, path: str, nodes: Nodes, chosen: Path | None,
         return workers[-1]
 
     workers = []
-    remove_orphaned_logs()  # what a run killed before it could clean up left behind
     contain()  # whatever the run starts ends with it, even after a SIGKILL, where a cgroup can be made
     tag = tag_run()
     new_worker()  # the framework imports while the spec loads
@@ -129,9 +128,7 @@ def run(args, requested: Run, path: str, nodes: Nodes, chosen: Path | None,
     finally:
         for worker in workers:
             worker.close()
-        end_strays(tag)  # what the workers started outside their process group
-        remove_logs(tag)  # what data-parallel ranks logged
-        os.environ.pop(TAG, None)
+        end_run(tag)  # what the workers started outside their process group, and their temporary files
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..kernel.files import write_atomic
 from ..kernel.lines import one_line, printable, say
-from ..kernel.processes import TAG, Unread, contain, die_with, die_with_parent, end_strays, tag_run
+from ..kernel.processes import Unread, contain, die_with, die_with_parent, end_run, tag_run
 from ..spec.safe_yaml import SpecError, load_yaml, validate
 from . import AuditReport, DEFAULT_STEPS, formats, report
 from .findings import Finding, explain, replica_findings, step_problem
@@ -266,8 +266,7 @@ def run_child(target: str, framework: str, steps: int, timeout: float, on_step=N
                 process.kill()
         process.join(5)
         if tag is not None:
-            end_strays(tag)
-            os.environ.pop(TAG, None)
+            end_run(tag)
 
 
 def run_replicas(target: str, framework: str, steps: int, timeout: float, replicas: int, rank_env,
@@ -304,8 +303,7 @@ def run_replicas(target: str, framework: str, steps: int, timeout: float, replic
         if meeting is not None:
             _end(meeting)
             watch.join(5)
-        end_strays(tag)
-        os.environ.pop(TAG, None)
+        end_run(tag)
     return out, (meeting_failed or [None])[0]
 
 

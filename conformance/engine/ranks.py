@@ -19,8 +19,8 @@ nothing on another host itself.
 
 Nothing outlives the group: the launcher runs in a session of its own that the coordinator ends, it dies with the
 coordinator (PR_SET_PDEATHSIG), every rank dies with its launcher and leaves when its connection closes, and the
-run's tag (kernel.processes.TAG) lets the run end whatever is left. What the ranks print goes to a temporary folder, whose
-last line names the cause of a failure.
+run's tag (kernel.processes.TAG) lets the run end whatever is left. What the ranks print goes to a temporary folder
+in the run's own, whose last line names the cause of a failure.
 """
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ import os
 import re
 import secrets
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -43,7 +42,7 @@ from multiprocessing.connection import Client, Listener, answer_challenge, deliv
 from pathlib import Path
 
 from ..kernel.lines import one_line
-from ..kernel.processes import die_with_parent
+from ..kernel.processes import die_with_parent, run_folder
 from ..run import Run
 from ..runners.base import RankGroup, free_port
 from ..spec import Case
@@ -100,24 +99,6 @@ def rank_cause(text: str, script: str) -> str:
     return worded[-1] if worded else ""
 
 
-def remove_logs(tag: str) -> None:
-    """At the end of a run: remove the temporary folders its rank groups logged to."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}{tag}-*"):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def remove_orphaned_logs() -> None:
-    """At the start of a run: remove the log folders of runs that ended without removing them (SIGKILL). A
-    folder's name starts with its run's tag, whose first part is the run's pid: a pid no process has is gone.
-    (A pid reused since by another process keeps its folder until that process ends too.)"""
-    if not os.path.isdir("/proc"):  # no way to tell a live run from a gone one here
-        return
-    for folder in Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*"):
-        pid = folder.name[len(LOGS_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-
-
 @dataclass(frozen=True)
 class Nodes:
     """The hosts of a data-parallel run: `count` nodes of replicas // count ranks each; `address` is this host as
@@ -142,15 +123,15 @@ class Ranks:
     """The ranks of one data-parallel run, started by the launcher its room declares (runners/base.py's RankGroup:
     `launch(world, script, ...)` is the launcher's argv, one per node) and replaced after a failure."""
 
-    def __init__(self, declared: RankGroup, path: str, run: Run, tag: str = "", nodes: Nodes = Nodes()):
+    def __init__(self, declared: RankGroup, path: str, run: Run, nodes: Nodes = Nodes()):
         self.launch, self.path, self.run, self.nodes = declared.launch, path, run, nodes
         self.world = int(run.replicas)
         self.launchers: list[subprocess.Popen] = []  # this host's, one per node started here
         self.conns: list = []  # by rank
         self.ready: tuple = ()  # rank 0's (version, backend, accelerator, packages)
         self.seq = 0
-        # named by the run's tag: the run removes it at its end (remove_logs), as the worker is killed, not closed
-        self.logs = tempfile.TemporaryDirectory(prefix=f"{LOGS_PREFIX}{tag}-")
+        # in the run's temporary folder, which goes with the run (the worker that holds this is killed, not closed)
+        self.logs = tempfile.TemporaryDirectory(prefix=LOGS_PREFIX, dir=run_folder())
 
     # ---------------------------------------------------------------- start and end
     def start(self) -> tuple:

@@ -18,7 +18,7 @@ from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
 from ..kernel.lines import one_line
-from ..kernel.processes import TAG, Unread, die_with
+from ..kernel.processes import Unread, die_with
 from ..oracle.known import KnownVariant
 from ..results import CaseRecord
 from ..run import Run
@@ -57,7 +57,7 @@ def _worker_main(conn, path: str, run: Run, parent: int, nodes: Nodes) -> None:
             raise Unavailable(f"{run.framework} runs its replicas in one process, with no launcher: it has no "
                               f"--nodes")
         if launcher is not None:  # this process coordinates the ranks
-            group = Ranks(launcher, path, adapter.offers.resolve(run), os.environ.get(TAG, ""), nodes)
+            group = Ranks(launcher, path, adapter.offers.resolve(run), nodes)
             version, backend, accelerator, packages = group.start()
             conn.send(("ready", version, backend, accelerator, packages))
         else:

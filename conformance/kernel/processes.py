@@ -1,25 +1,77 @@
 """Child processes that end with their parent and leave nothing behind: a worker of a run, a rank's
-launcher, a TensorFlow worker, an audited step, and (contain) whatever any of them started."""
+launcher, a TensorFlow worker, an audited step, and (contain) whatever any of them started; nor their
+temporary files (tag_run's folder)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from multiprocessing import resource_tracker
 
 from . import guardian
 
 TAG = "CONFORMANCE_RUN_TAG"  # in a worker's environment, so every process it starts carries it too
+RUN_FOLDER_PREFIX = "conformance-run-"  # of a run's temporary folder, followed by the run's tag
+_folders: dict[str, tuple[Path, str | None]] = {}  # by tag: the run's folder, and TMPDIR as it was before
 
 
 def tag_run() -> str:
-    """Mark the workers this run starts from now on: they (and whatever they start, in any session)
-    inherit the tag through their environment, so end_strays finds them at the run's end."""
+    """Mark the processes this run starts from now on: they (and whatever they start, in any session)
+    inherit the tag through their environment, so end_strays finds them at the run's end. They also
+    inherit TMPDIR, the run's own temporary folder: what they leave there (the code TensorFlow generates,
+    MindSpore's compile dumps, a launcher's logs; a killed process removes nothing) goes with end_run.
+    First, the folders of runs that are gone (killed before they could end) are removed."""
     resource_tracker.ensure_running()  # multiprocessing's own helper outlives runs: it must not carry the tag
-    os.environ[TAG] = f"{os.getpid()}-{time.monotonic_ns()}"
-    return os.environ[TAG]
+    system = Path(tempfile.gettempdir())  # this process's own, fixed before TMPDIR changes below
+    _remove_gone_runs_folders(system)
+    tag = os.environ[TAG] = f"{os.getpid()}-{time.monotonic_ns()}"
+    folder = system / f"{RUN_FOLDER_PREFIX}{tag}"
+    try:
+        folder.mkdir(mode=0o700)
+    except OSError:  # a full disk: the run goes on, its processes' temporary files where they would be
+        return tag
+    _folders[tag] = folder, os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(folder)
+    return tag
+
+
+def end_run(tag: str) -> list[int]:
+    """At a run's end: end what is left of it (end_strays), remove its temporary folder, and take the tag
+    and TMPDIR back off this process. Returns the pids it ended."""
+    ended = end_strays(tag)
+    if os.environ.get(TAG) == tag:
+        os.environ.pop(TAG)
+    if tag in _folders:
+        folder, before = _folders.pop(tag)
+        shutil.rmtree(folder, ignore_errors=True)
+        if before is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before
+    return ended
+
+
+def run_folder() -> str | None:
+    """The temporary folder of the run this process belongs to (tag_run's), or None outside a run. In the processes
+    the run started it is also tempfile's; in the run's own process it is not (end_run restores TMPDIR)."""
+    tag, folder = os.environ.get(TAG), os.environ.get("TMPDIR")
+    return folder if tag and folder and Path(folder).name == f"{RUN_FOLDER_PREFIX}{tag}" else None
+
+
+def _remove_gone_runs_folders(system: Path) -> None:
+    """The temporary folders of runs whose process is gone. A folder is named by its run's tag, whose first part
+    is the run's pid. (A pid reused since by another process keeps its folder until that process ends too.)"""
+    if not os.path.isdir("/proc"):  # no way to tell a live run from a gone one here
+        return
+    for folder in system.glob(f"{RUN_FOLDER_PREFIX}*"):
+        pid = folder.name[len(RUN_FOLDER_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def end_strays(tag: str) -> list[int]:

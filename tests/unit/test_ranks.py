@@ -19,7 +19,8 @@ import pytest
 
 from conformance import results
 from conformance.__main__ import main
-from conformance.engine.ranks import LOGS_PREFIX, rank_cause
+from conformance.engine.ranks import rank_cause
+from conformance.kernel.processes import RUN_FOLDER_PREFIX
 
 FAULTS = Path(__file__).parent / "faults"
 SPEC = FAULTS / "ranks"
@@ -134,35 +135,40 @@ def test_nodes_need_a_launcher_and_replicas_that_split_over_them(tmp_path, capsy
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("stop", [None, signal.SIGTERM])
 def test_no_rank_outlives_the_run_or_a_stopped_run(tmp_path, stop):
+    """Nor what the ranks wrote to their temporary folder: their logs, and a file each rank leaves there."""
     mark = f"RANKS_TEST_MARK={uuid.uuid4().hex}"
-    env = {**os.environ, mark.split("=")[0]: mark.split("=")[1]}
+    left = f"left-by-a-rank-{uuid.uuid4().hex}-"
+    env = {**os.environ, mark.split("=")[0]: mark.split("=")[1], "FAKE_LEAVE_TEMP": left}
     cmd = [sys.executable, "-m", "conformance", "--spec", str(SPEC), "run", "--framework", "reference",
            "--adapter", "rank_adapter:RankRunner", "--replicas", "2", "--timeout", "30", "--out", str(tmp_path / "r.json")]
     if stop is None:
         cmd += ["-k", "healthy"]
-    logs_before = set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*"))
+    system = Path(tempfile.gettempdir())
+    runs_before = set(system.glob(f"{RUN_FOLDER_PREFIX}*"))
     run = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if stop is not None:  # once the ranks have started, while rank 1 hangs
         deadline = time.monotonic() + 60
         while len(marked(mark)) < 4 and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(3)
+        assert list(system.glob(f"{RUN_FOLDER_PREFIX}*/{left}*"))  # the ranks wrote into the run's own folder
         run.send_signal(stop)
     run.wait(120)
     time.sleep(0.5)  # the kernel ends what died with its parent
     assert marked(mark) == []
-    assert set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*")) <= logs_before  # nor the ranks' logs
+    assert set(system.glob(f"{RUN_FOLDER_PREFIX}*")) <= runs_before  # nor the ranks' logs and files
+    assert list(system.glob(f"{left}*")) == []
 
 
 def test_repro_of_a_data_parallel_case_starts_the_rooms_ranks(capsys):
     """The site's `repro ... --replicas 2` line: the case observed by a rank group its launcher starts, as `run`
     observes it, and nothing of the group left behind."""
-    before = set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*"))
+    before = set(Path(tempfile.gettempdir()).glob(f"{RUN_FOLDER_PREFIX}*"))
     code = main(["--spec", str(SPEC), "repro", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
                  "--replicas", "2", "healthy-0"])
     out = capsys.readouterr().out
     assert code == 0 and "2 replicas" in out and "reproduces every check" in out, out
-    assert set(Path(tempfile.gettempdir()).glob(f"{LOGS_PREFIX}*")) <= before
+    assert set(Path(tempfile.gettempdir()).glob(f"{RUN_FOLDER_PREFIX}*")) <= before
     code = main(["--spec", str(SPEC), "repro", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
                  "--replicas", "2", "fault-raises"])
     assert code == 1 and "rank 1: RuntimeError: injected failure on rank 1" in capsys.readouterr().err
@@ -188,14 +194,14 @@ def test_strangers_on_the_coordinators_port_neither_end_nor_stall_the_run(tmp_pa
     assert time.monotonic() - started < 60  # not the join timeout
 
 
-def test_a_killed_runs_rank_logs_are_removed_by_the_next_run(tmp_path):
-    """A run killed with SIGKILL cannot remove its ranks' log folder: the next run removes the folders whose run
-    is gone, and keeps those of runs still going (this process's own tag here)."""
+def test_a_killed_runs_temporary_folder_is_removed_by_the_next_run(tmp_path):
+    """A run killed with SIGKILL cannot remove its temporary folder (its ranks' logs among what it holds): the next
+    run removes the folders whose run is gone, and keeps those of runs still going (this process's own tag here)."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    orphan = Path(tempfile.mkdtemp(prefix=f"{LOGS_PREFIX}{dead.pid}-123-"))
+    orphan = Path(tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{dead.pid}-123"))
     (orphan / "node-0").mkdir()
-    alive = Path(tempfile.mkdtemp(prefix=f"{LOGS_PREFIX}{os.getpid()}-456-"))
+    alive = Path(tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-456"))
     try:
         assert main(["--spec", str(SPEC), "run", "--framework", "reference", "--adapter", "rank_adapter:RankRunner",
                      "--replicas", "2", "--case", "healthy-0", "--out", str(tmp_path / "r.json")]) == 0

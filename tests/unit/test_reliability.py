@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,6 +123,29 @@ def test_a_process_the_worker_started_in_a_session_of_its_own_ends_with_the_run(
     if not gone:
         os.kill(daemon, 9)
     assert gone, "a process the worker started outlived the run"
+
+
+@pytest.mark.parametrize("tmpdir_before", [None, "system"])
+def test_a_runs_temporary_files_go_with_it_and_its_tmpdir_is_restored(monkeypatch, tmpdir_before):
+    """tag_run gives the processes a run starts a private temporary folder (a killed process removes none of its
+    temporary files); end_run removes it and gives this process back its TMPDIR, set or not."""
+    system = tempfile.gettempdir()
+    if tmpdir_before is None:
+        monkeypatch.delenv("TMPDIR", raising=False)
+    else:
+        monkeypatch.setenv("TMPDIR", system)
+    tag = processes.tag_run()
+    try:
+        folder = Path(os.environ["TMPDIR"])
+        assert folder.parent == Path(system) and folder.stat().st_mode & 0o777 == 0o700
+        assert processes.run_folder() == str(folder)
+        left = subprocess.run([sys.executable, "-c", "import tempfile; print(tempfile.mkstemp()[1])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        assert Path(left).parent == folder
+    finally:
+        processes.end_run(tag)
+    assert not folder.exists() and processes.TAG not in os.environ and processes.run_folder() is None
+    assert os.environ.get("TMPDIR") == (None if tmpdir_before is None else system)
 
 
 def _ended(pid: int, within: float) -> bool:

@@ -73,11 +73,12 @@ def _fresh_cache_dir() -> str:
     folder per user, reused by every later process): graphs may be shared within a run, never across
     runs. One folder for the whole run, so that a worker started after another was killed (a per-case
     timeout, a crash) reuses what its predecessors compiled. A worker is a child of the run's process
-    (execute.py spawns it), so the folder is named by that process (by this one where it runs the
-    cases itself): its id and start time (a reused id is another run). The run kills its workers and
-    gives an adapter no end hook, so a later run removes the folders of runs that are gone (and the
-    per-worker folders of earlier versions). The name is predictable: a folder this user does not own
-    alone is refused, since inductor loads code from it."""
+    (engine/worker.py spawns it), so the folder is named by that process (by this one where it runs the
+    cases itself): its id and start time (a reused id is another run). In a worker, tempfile's folder is
+    the run's own, which the run removes at its end; where the cases run in this process (repro, tests),
+    a later run removes the folders of runs that are gone (and the per-worker folders of earlier
+    versions). The name is predictable: a folder this user does not own alone is refused, since
+    inductor loads code from it."""
     prefix = "conformance-torchinductor-"
     for old in Path(tempfile.gettempdir()).glob(prefix + "*-*"):
         rest = old.name[len(prefix):]

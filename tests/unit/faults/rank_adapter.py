@@ -3,6 +3,7 @@ started by a small launcher as torchrun starts ranks; a layer of the case's mode
 import os
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +26,8 @@ class RankRunner(ReferenceRunner):
     def __init__(self, run=None, **axes):
         super().__init__(run, **axes)
         self.rank = int(os.environ.get("FAKE_RANK", "0"))
+        if os.environ.get("FAKE_LEAVE_TEMP"):  # a temporary file no one removes, as a killed process leaves one
+            os.close(tempfile.mkstemp(prefix=os.environ["FAKE_LEAVE_TEMP"])[0])
         if os.environ.get("FAKE_RANK_NEVER_READY") and self.rank == 1:
             time.sleep(3600)
 
