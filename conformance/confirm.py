@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,13 +49,15 @@ def run_snippet(path: Path, timeout: float = SNIPPET_TIMEOUT_S) -> tuple[int | N
     """Run one snippet as a user would (`python snippet.py`): its exit status (None if it timed out),
     the end of what it printed (stdout and stderr together), and its seconds."""
     start = time.monotonic()
-    try:
-        done = subprocess.run([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=timeout, cwd=REPOSITORY,
-                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
-        code, raw = done.returncode, done.stdout
-    except subprocess.TimeoutExpired as exc:
-        code, raw = None, (exc.stdout or b"") + f"\n[killed after {timeout:.0f} s]".encode()
+    # its temporary files (MindSpore's compile dumps, TensorFlow's generated code) go with it, killed or not
+    with tempfile.TemporaryDirectory(prefix="conformance-snippet-") as scratch:
+        try:
+            done = subprocess.run([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, timeout=timeout, cwd=REPOSITORY,
+                                  env={**os.environ, "PYTHONWARNINGS": "ignore", "TMPDIR": scratch})
+            code, raw = done.returncode, done.stdout
+        except subprocess.TimeoutExpired as exc:
+            code, raw = None, (exc.stdout or b"") + f"\n[killed after {timeout:.0f} s]".encode()
     text = raw.decode("utf-8", errors="replace")
     if len(text) > MAX_OUTPUT:
         text = "[...]\n" + text[-MAX_OUTPUT:]

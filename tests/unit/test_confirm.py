@@ -3,6 +3,7 @@ whatever it does; `publish --confirm` shows it on the findings page. No framewor
 here are stand-ins written by the test."""
 import html
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 from conformance import confirm as confirming
@@ -29,6 +30,16 @@ def test_a_hanging_snippet_is_killed_and_recorded(tmp_path):
     code, text, seconds = run_snippet(script(tmp_path, "hang.py", "print('started', flush=True)\nwhile True: pass"),
                                       timeout=2)
     assert code is None and text.startswith("started") and "[killed after 2 s]" in text and seconds < 60
+
+
+LEAVES_A_FILE = "import tempfile\nprint(tempfile.mkstemp()[1], flush=True)\n"
+
+
+def test_what_a_snippet_leaves_in_its_temporary_folder_goes_with_it_killed_or_not(tmp_path):
+    _, text, _ = run_snippet(script(tmp_path, "leaves.py", LEAVES_A_FILE))
+    _, hung, _ = run_snippet(script(tmp_path, "hangs.py", LEAVES_A_FILE + "while True: pass"), timeout=2)
+    left = [Path(text.splitlines()[0]), Path(hung.splitlines()[0])]
+    assert all(p.name.startswith("tmp") for p in left) and not any(p.exists() for p in left), left
 
 
 def test_only_findings_that_hold_for_the_installed_version_run(tmp_path, monkeypatch):
